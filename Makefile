@@ -1,0 +1,108 @@
+# weft — build with GNU Make.  gcc is the only build dependency;
+# `make CC=clang CXX=clang++` must build warning-free as well.
+#
+#   make              library (build/libweft.so, build/libweft.a), bin/weft
+#   make check        all tests, each in linked and preloaded mode
+#   make bench        the benchmark suite (weft vs glibc), see bench/
+#   make install PREFIX=/usr/local
+
+CC      ?= gcc
+CXX     ?= g++
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+SONAME  := libweft.so.0
+
+WARN    := -Wall -Wextra
+CFLAGS  ?= -O2 -g
+LIB_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
+	-fno-omit-frame-pointer -D_GNU_SOURCE -Iinclude -DWEFT_VERSION_STR='"$(VERSION)"'
+
+B := build
+LIB_SRCS := $(wildcard src/kernel/*.c src/core/*.c src/host/*.c src/abi/*.c)
+LIB_ASMS := $(wildcard src/arch/x86_64/*.S)
+LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS)) \
+	    $(patsubst %.S,$(B)/obj/%.o,$(LIB_ASMS))
+LIB_HDRS := $(wildcard include/*.h src/*/*.h src/arch/x86_64/*.h)
+
+all: $(B)/libweft.so $(B)/libweft.a bin/weft
+
+$(B)/obj/%.o: %.c $(LIB_HDRS) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(B)/obj/%.o: %.S Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(B)/libweft.so: $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
+		-o $@ $(LIB_OBJS) -lc
+	ln -sf libweft.so $(B)/$(SONAME)
+
+$(B)/libweft.a: $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $(LIB_OBJS)
+
+bin/weft: tools/weft.c include/weft.h $(B)/libweft.so
+	@mkdir -p bin
+	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -o $@ $< \
+		-L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,'$$ORIGIN/../build:$$ORIGIN/../lib'
+
+# ---------------------------------------------------------------- tests
+# Every test is built twice: linked against libweft (-lweft before libc)
+# and plain (run with LD_PRELOAD=libweft.so).  tests/run.sh runs both.
+TEST_C    := $(wildcard tests/t_*.c)
+TEST_CXX  := $(wildcard tests/t_*.cpp)
+TEST_NAMES := $(notdir $(basename $(TEST_C) $(TEST_CXX)))
+TEST_LIBS := $(B)/tests/libtlsmod.so
+TEST_BINS := $(foreach n,$(TEST_NAMES),$(B)/tests/linked/$(n) $(B)/tests/preload/$(n))
+TEST_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iinclude -Itests -pthread
+LINK_WEFT := -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,$(abspath $(B))
+
+$(B)/tests/linked/%: tests/%.c tests/harness.h $(B)/libweft.so
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(TEST_CFLAGS) -o $@ $< $(LINK_WEFT) -ldl
+$(B)/tests/preload/%: tests/%.c tests/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(TEST_CFLAGS) -o $@ $< -ldl
+$(B)/tests/linked/%: tests/%.cpp tests/harness.h $(B)/libweft.so
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(LINK_WEFT) -ldl
+$(B)/tests/preload/%: tests/%.cpp tests/harness.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< -ldl
+$(B)/tests/lib%.so: tests/lib%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+
+tests: all $(TEST_BINS) $(TEST_LIBS)
+
+check: tests
+	tests/run.sh
+
+# ---------------------------------------------------------------- bench
+bench: all
+	$(MAKE) -C bench
+
+# ---------------------------------------------------------------- install
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(B)/libweft.so $(DESTDIR)$(PREFIX)/lib/libweft.so.$(VERSION)
+	ln -sf libweft.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libweft.so
+	install -m 644 $(B)/libweft.a $(DESTDIR)$(PREFIX)/lib/libweft.a
+	install -m 644 include/weft.h $(DESTDIR)$(PREFIX)/include/weft.h
+	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -o $(DESTDIR)$(PREFIX)/bin/weft \
+		tools/weft.c -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,'$$ORIGIN/../lib'
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' weft.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+	install -m 644 man/weft.1 $(DESTDIR)$(PREFIX)/share/man/man1/weft.1
+
+clean:
+	rm -rf $(B) bin
+	-$(MAKE) -C bench clean
+
+.PHONY: all tests check bench install clean
+.SECONDARY:

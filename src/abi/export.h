@@ -1,0 +1,32 @@
+/* The ABI surface: functions a glibc program calls by name.  libweft is
+   built with hidden visibility; only what is marked WEFT_EXPORT is
+   visible, and it wins over libc's definition because libweft comes
+   first in the lookup order (LD_PRELOAD, or -lweft linked before libc).
+
+   Each entry point forwards to glibc's own implementation when weft is
+   not serving (unknown glibc), and for threads glibc created itself. */
+#ifndef WEFT_ABI_EXPORT_H
+#define WEFT_ABI_EXPORT_H
+
+#include "../core/thread.h"
+#include "../host/glibc.h"
+
+#define WEFT_EXPORT __attribute__((visibility("default")))
+
+/* Result of translating a pthread_t. */
+struct target {
+	struct weft_thread *t; /* weft-known thread, or NULL */
+	pthread_t glibc;       /* the handle glibc understands (its TCB) */
+	int err;	       /* ESRCH for a stale weft handle */
+};
+
+static inline struct target target_of(pthread_t h)
+{
+	struct target r;
+
+	r.t = registry_lookup(h, &r.err);
+	r.glibc = r.t ? (pthread_t)(uintptr_t)r.t->tcb : h;
+	return r;
+}
+
+#endif

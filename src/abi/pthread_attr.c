@@ -1,0 +1,179 @@
+/* Thread attributes, stored in glibc's own layout (host/attr_layout.h),
+   so objects pass unchanged between weft and glibc's helper threads.
+   The affinity and signal-mask attributes live in glibc's extension
+   object; glibc's setters for them are still the ones in use. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../host/attr_layout.h"
+#include "export.h"
+
+#define PAGE 4096
+
+WEFT_EXPORT int pthread_attr_init(pthread_attr_t *a)
+{
+	memset(a, 0, sizeof *a);
+	gattr(a)->guardsize = PAGE;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_destroy(pthread_attr_t *a)
+{
+	struct glibc_attr_extension *ext = gattr(a)->extension;
+
+	if (ext) {
+		free(ext->cpuset);
+		free(ext);
+		gattr(a)->extension = NULL;
+	}
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_setdetachstate(pthread_attr_t *a, int s)
+{
+	if (s == PTHREAD_CREATE_DETACHED)
+		gattr(a)->flags |= GATTR_DETACHSTATE;
+	else if (s == PTHREAD_CREATE_JOINABLE)
+		gattr(a)->flags &= ~GATTR_DETACHSTATE;
+	else
+		return EINVAL;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getdetachstate(const pthread_attr_t *a, int *s)
+{
+	*s = (gattr_c(a)->flags & GATTR_DETACHSTATE) ? PTHREAD_CREATE_DETACHED
+						      : PTHREAD_CREATE_JOINABLE;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_setguardsize(pthread_attr_t *a, size_t g)
+{
+	gattr(a)->guardsize = g;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getguardsize(const pthread_attr_t *a, size_t *g)
+{
+	*g = gattr_c(a)->guardsize;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_setstacksize(pthread_attr_t *a, size_t s)
+{
+	if (s < (size_t)PTHREAD_STACK_MIN)
+		return EINVAL;
+	gattr(a)->stacksize = s;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getstacksize(const pthread_attr_t *a, size_t *s)
+{
+	/* 0 means "the default", which is what a thread would get. */
+	*s = gattr_c(a)->stacksize ? gattr_c(a)->stacksize
+				   : stack_default_size();
+	return 0;
+}
+
+/* The stack must be usable as one: big enough and 16-byte aligned at
+   both ends, as the x86-64 ABI requires of a stack pointer. */
+WEFT_EXPORT int pthread_attr_setstack(pthread_attr_t *a, void *addr, size_t s)
+{
+	if (s < (size_t)PTHREAD_STACK_MIN || ((uintptr_t)addr & 15) || (s & 15))
+		return EINVAL;
+	gattr(a)->stackaddr = (char *)addr + s;
+	gattr(a)->stacksize = s;
+	gattr(a)->flags |= GATTR_STACKADDR;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getstack(const pthread_attr_t *a, void **addr,
+				      size_t *s)
+{
+	const struct glibc_attr *g = gattr_c(a);
+
+	*s = g->stacksize;
+	*addr = (char *)g->stackaddr - g->stacksize;
+	return 0;
+}
+
+/* Obsolete: stackaddr is the top of the stack on x86-64 (grows down). */
+WEFT_EXPORT int pthread_attr_setstackaddr(pthread_attr_t *a, void *addr)
+{
+	gattr(a)->stackaddr = addr;
+	gattr(a)->flags |= GATTR_STACKADDR;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getstackaddr(const pthread_attr_t *a, void **addr)
+{
+	*addr = gattr_c(a)->stackaddr;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_setschedparam(pthread_attr_t *a,
+					   const struct sched_param *p)
+{
+	gattr(a)->schedparam = *p;
+	gattr(a)->flags |= GATTR_SCHED_SET;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getschedparam(const pthread_attr_t *a,
+					   struct sched_param *p)
+{
+	*p = gattr_c(a)->schedparam;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_setschedpolicy(pthread_attr_t *a, int policy)
+{
+	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR)
+		return EINVAL;
+	gattr(a)->schedpolicy = policy;
+	gattr(a)->flags |= GATTR_POLICY_SET;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getschedpolicy(const pthread_attr_t *a, int *p)
+{
+	*p = gattr_c(a)->schedpolicy;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_setinheritsched(pthread_attr_t *a, int inh)
+{
+	if (inh == PTHREAD_EXPLICIT_SCHED)
+		gattr(a)->flags |= GATTR_NOTINHERITSCHED;
+	else if (inh == PTHREAD_INHERIT_SCHED)
+		gattr(a)->flags &= ~GATTR_NOTINHERITSCHED;
+	else
+		return EINVAL;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_attr_getinheritsched(const pthread_attr_t *a, int *i)
+{
+	*i = (gattr_c(a)->flags & GATTR_NOTINHERITSCHED) ? PTHREAD_EXPLICIT_SCHED
+							  : PTHREAD_INHERIT_SCHED;
+	return 0;
+}
+
+/* Linux threads are all system-scope. */
+WEFT_EXPORT int pthread_attr_setscope(pthread_attr_t *a, int scope)
+{
+	if (scope == PTHREAD_SCOPE_SYSTEM) {
+		gattr(a)->flags &= ~GATTR_SCOPEPROCESS;
+		return 0;
+	}
+	return scope == PTHREAD_SCOPE_PROCESS ? ENOTSUP : EINVAL;
+}
+
+WEFT_EXPORT int pthread_attr_getscope(const pthread_attr_t *a, int *scope)
+{
+	*scope = (gattr_c(a)->flags & GATTR_SCOPEPROCESS) ? PTHREAD_SCOPE_PROCESS
+							   : PTHREAD_SCOPE_SYSTEM;
+	return 0;
+}

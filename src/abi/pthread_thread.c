@@ -1,0 +1,112 @@
+/* Thread life-cycle entry points: pthread_create, _exit, _join (and the
+   try/timed/clock variants), _detach, _self, _equal. */
+#include <errno.h>
+#include <time.h>
+
+#include "export.h"
+
+WEFT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+			       void *(*start)(void *), void *arg)
+{
+	if (!weft_serving())
+		return host_real.pthread_create(th, attr, start, arg);
+	weft_self(); /* a glibc-made creator is adopted first */
+	return thread_create(th, attr, start, arg);
+}
+
+WEFT_EXPORT void pthread_exit(void *value)
+{
+	struct weft_thread *self;
+
+	if (weft_serving()) {
+		self = weft_self();
+		/* The main thread ends through glibc's own start-up frame,
+		   which keeps the process alive while other threads run
+		   (they are counted in __nptl_nthreads). */
+		if (self->origin == WEFT_ORIGIN_MAIN)
+			self->result = value;
+	}
+	/* glibc's engine runs the cleanup handlers and C++ destructors by
+	   unwinding to the thread's bottom frame (host_run_thread). */
+	host_real.pthread_exit(value);
+}
+
+/* Common part of the join family. */
+static int join(pthread_t th, void **res, int clock,
+		const struct timespec *abstime, int try_only)
+{
+	struct target x = target_of(th);
+
+	if (x.err)
+		return x.err;
+	if (!x.t || x.t->origin == WEFT_ORIGIN_ADOPTED) {
+		if (try_only)
+			return host_real.pthread_tryjoin_np(x.glibc, res);
+		if (abstime)
+			return host_real.pthread_clockjoin_np(x.glibc, res,
+							      clock, abstime);
+		return host_real.pthread_join(x.glibc, res);
+	}
+	return thread_join(x.t, res, clock, abstime, try_only);
+}
+
+WEFT_EXPORT int pthread_join(pthread_t th, void **res)
+{
+	if (!weft_serving())
+		return host_real.pthread_join(th, res);
+	return join(th, res, CLOCK_REALTIME, NULL, 0);
+}
+
+WEFT_EXPORT int pthread_tryjoin_np(pthread_t th, void **res)
+{
+	if (!weft_serving())
+		return host_real.pthread_tryjoin_np(th, res);
+	return join(th, res, CLOCK_REALTIME, NULL, 1);
+}
+
+WEFT_EXPORT int pthread_clockjoin_np(pthread_t th, void **res,
+				     clockid_t clock,
+				     const struct timespec *abstime)
+{
+	if (!weft_serving())
+		return host_real.pthread_clockjoin_np(th, res, clock, abstime);
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000))
+		return EINVAL;
+	return join(th, res, clock, abstime, 0);
+}
+
+WEFT_EXPORT int pthread_timedjoin_np(pthread_t th, void **res,
+				     const struct timespec *abstime)
+{
+	if (!weft_serving())
+		return host_real.pthread_timedjoin_np(th, res, abstime);
+	return pthread_clockjoin_np(th, res, CLOCK_REALTIME, abstime);
+}
+
+WEFT_EXPORT int pthread_detach(pthread_t th)
+{
+	struct target x;
+
+	if (!weft_serving())
+		return host_real.pthread_detach(th);
+	x = target_of(th);
+	if (x.err)
+		return x.err;
+	if (!x.t || x.t->origin == WEFT_ORIGIN_ADOPTED)
+		return host_real.pthread_detach(x.glibc);
+	return thread_detach(x.t);
+}
+
+WEFT_EXPORT pthread_t pthread_self(void)
+{
+	if (!weft_serving())
+		return host_real.pthread_self();
+	return (pthread_t)weft_self()->handle;
+}
+
+WEFT_EXPORT int pthread_equal(pthread_t a, pthread_t b)
+{
+	return a == b;
+}

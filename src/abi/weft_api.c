@@ -1,0 +1,79 @@
+/* weft's own extensions (<weft.h>) and the confstr() hook that makes
+   `getconf GNU_LIBPTHREAD_VERSION` name weft. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/tunables.h"
+#include "export.h"
+#include <weft.h>
+
+WEFT_EXPORT int weft_active(void)
+{
+	return weft_serving();
+}
+
+WEFT_EXPORT int weft_self_origin(void)
+{
+	if (!weft_serving())
+		return WEFT_THREAD_UNKNOWN;
+	return weft_self()->origin;
+}
+
+WEFT_EXPORT int weft_self_is_weft(void)
+{
+	return weft_self_origin() != WEFT_THREAD_UNKNOWN;
+}
+
+WEFT_EXPORT const char *weft_version(void)
+{
+	return WEFT_VERSION_STR;
+}
+
+WEFT_EXPORT int weft_get_stats(struct weft_stats *s)
+{
+	const struct weft_counters *c = &weft_counters;
+
+	weft_serving();
+	memset(s, 0, sizeof *s);
+	s->threads_created = c->created;
+	s->threads_live = registry_live_count();
+	s->stacks_mapped = c->stacks_mapped;
+	s->stacks_reused = c->stacks_reused;
+	s->stacks_unmapped = c->stacks_unmapped;
+	s->malloc_handoffs = c->malloc_handoffs;
+	s->threads_adopted = c->adopted;
+	return 0;
+}
+
+WEFT_EXPORT void weft_print_info(int fd)
+{
+	int active = weft_serving();
+
+	dprintf(fd, "weft %s\n", WEFT_VERSION_STR);
+	dprintf(fd, "glibc: %s\n", host_glibc_version());
+	dprintf(fd, "host: %s\n", host_status());
+	dprintf(fd, "mode: %s\n",
+		active ? "serving" : "forwarding to glibc");
+	dprintf(fd, "tunables:\n");
+	dprintf(fd, "  WEFT_STACK_CACHE=%zu (bytes of dead threads' stacks kept; "
+		    "default %lu)\n",
+		weft_tunables.stack_cache_bytes, WEFT_STACK_CACHE_DEFAULT);
+	dprintf(fd, "  WEFT_REPORT=%s (file for counters at exit)\n",
+		weft_tunables.report_path ? weft_tunables.report_path : "");
+	dprintf(fd, "default stack size: %zu\n", stack_default_size());
+}
+
+WEFT_EXPORT size_t confstr(int name, char *buf, size_t len)
+{
+	static const char v[] = "weft " WEFT_VERSION_STR;
+
+	if (name != _CS_GNU_LIBPTHREAD_VERSION || !weft_serving())
+		return host_real.confstr(name, buf, len);
+	if (buf && len) {
+		size_t n = len < sizeof v ? len - 1 : sizeof v - 1;
+		memcpy(buf, v, n);
+		buf[n] = 0;
+	}
+	return sizeof v;
+}

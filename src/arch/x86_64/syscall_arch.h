@@ -1,0 +1,87 @@
+/* Raw system calls for x86-64: the kernel ABI, nothing from libc.
+   The kernel clobbers rcx (return address) and r11 (rflags).  Results in
+   [-4095, -1] are negated errno values; callers check them directly, so
+   no errno is ever touched (safe in signal handlers, fork children and
+   half-built threads).  */
+#ifndef WEFT_ARCH_SYSCALL_ARCH_H
+#define WEFT_ARCH_SYSCALL_ARCH_H
+
+static inline long __syscall0(long n)
+{
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n) : "rcx", "r11", "memory");
+	return r;
+}
+
+static inline long __syscall1(long n, long a1)
+{
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+static inline long __syscall2(long n, long a1, long a2)
+{
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1), "S"(a2)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+static inline long __syscall3(long n, long a1, long a2, long a3)
+{
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1), "S"(a2),
+			 "d"(a3) : "rcx", "r11", "memory");
+	return r;
+}
+
+static inline long __syscall4(long n, long a1, long a2, long a3, long a4)
+{
+	long r;
+	register long r10 __asm__("r10") = a4;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1), "S"(a2),
+			 "d"(a3), "r"(r10) : "rcx", "r11", "memory");
+	return r;
+}
+
+static inline long __syscall5(long n, long a1, long a2, long a3, long a4,
+			      long a5)
+{
+	long r;
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1), "S"(a2),
+			 "d"(a3), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+	return r;
+}
+
+static inline long __syscall6(long n, long a1, long a2, long a3, long a4,
+			      long a5, long a6)
+{
+	long r;
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1), "S"(a2),
+			 "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+/* The thread pointer (%fs base).  glibc keeps the TCB's own address in
+   its first word, so a load of %fs:0 yields it without a syscall.  */
+static inline void *arch_thread_pointer(void)
+{
+	void *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
+static inline void arch_spin_pause(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
+
+#endif

@@ -1,0 +1,95 @@
+/* How a thread is born (docs/lifecycle.md has the whole story). */
+#include <errno.h>
+#include <signal.h>
+
+#include "../host/attr_layout.h"
+#include "../host/glibc.h"
+#include "../kernel/clone.h"
+#include "thread.h"
+
+static int thread_entry(void *p) __attribute__((noreturn));
+
+/* First code of the new thread, on its own stack, TP already set, all
+   signals blocked (S1). */
+static int thread_entry(void *p)
+{
+	struct weft_thread *t = p;
+
+	host_thread_begin(t->tcb);
+	sys_sigprocmask(SIG_SETMASK, &t->sigmask, NULL);
+	t->result = host_run_thread(t->start, t->arg);
+	thread_finish(t);
+}
+
+static void request_from_attr(const struct glibc_attr *ga,
+			      struct weft_stack_request *req)
+{
+	req->stacksize = 0;
+	req->guardsize = 4096;
+	req->user_top = NULL;
+	req->user_size = 0;
+	if (!ga)
+		return;
+	req->guardsize = ga->guardsize;
+	if (ga->flags & GATTR_STACKADDR) {
+		req->user_top = ga->stackaddr;
+		req->user_size = ga->stacksize;
+	} else {
+		req->stacksize = ga->stacksize;
+	}
+}
+
+int thread_create(pthread_t *out, const pthread_attr_t *attr,
+		  void *(*start)(void *), void *arg)
+{
+	const struct glibc_attr *ga = attr ? gattr_c(attr) : NULL;
+	struct weft_stack_request req;
+	struct weft_thread *t;
+	ksigset_t all = ~(ksigset_t)0, old;
+	long rc;
+	int err = 0;
+
+	request_from_attr(ga, &req);
+	if (req.user_top && req.user_size < (size_t)PTHREAD_STACK_MIN)
+		return EINVAL;
+	t = stack_acquire(&req, &err);
+	if (!t)
+		return err;
+	t->start = start;
+	t->arg = arg;
+	t->origin = WEFT_ORIGIN_CREATED;
+	t->attr_flags = ga ? ga->flags : 0;
+	t->attr_stacksize = req.user_top ? req.user_size : req.stacksize;
+	t->join_state = (t->attr_flags & GATTR_DETACHSTATE) ? WEFT_DETACHED
+							    : WEFT_JOINABLE;
+	if (registry_add(t) != 0) {
+		host_tls_release(t->tcb);
+		stack_release(t);
+		return EAGAIN;
+	}
+	host_set_tls_self(t->tcb, t);
+	*out = (pthread_t)t->handle;
+
+	/* S1: no handler may run in the new thread before it is set up; it
+	   restores the creator's mask (or the attribute's) itself. */
+	sys_sigprocmask(SIG_BLOCK, &all, &old);
+	t->sigmask = old;
+	if (ga && ga->extension && ga->extension->sigmask_set)
+		t->sigmask = *(const ksigset_t *)&ga->extension->sigmask;
+	host_nthreads_add(1);
+	/* From here a detached thread may finish and reclaim itself at any
+	   moment: `t` must not be touched once clone succeeded. */
+	rc = weft_clone(WEFT_CLONE_THREAD_FLAGS, (char *)t, (int *)t->tidp,
+			(int *)t->tidp, t->tcb, thread_entry, t);
+	if (rc < 0) {
+		host_nthreads_add(-1);
+		sys_sigprocmask(SIG_SETMASK, &old, NULL);
+		registry_remove(t);
+		host_tls_release(t->tcb);
+		stack_release(t);
+		return EAGAIN;
+	}
+	sys_sigprocmask(SIG_SETMASK, &old, NULL);
+	WEFT_COUNT(created);
+	return 0;
+}

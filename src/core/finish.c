@@ -1,0 +1,55 @@
+/* How a thread dies, and who reclaims it.
+
+   The thread itself runs the exit duties (thread_local destructors,
+   libc's per-thread state), gives back its TLS and hands its malloc
+   state to the descriptor, then decides with one compare-and-swap on
+   join_state who reclaims the descriptor and mapping:
+
+     JOINABLE -> EXITING   a later join or detach reclaims it
+     DETACHED              it reclaims itself now, before exit
+     JOINING               a joiner is already waiting and reclaims it
+
+   "Reclaim" never waits for the kernel: the mapping goes to the stack
+   cache, which hands it out only after the kernel cleared the tid word. */
+#include <stdlib.h>
+#include <signal.h>
+
+#include "../host/glibc.h"
+#include "thread.h"
+
+void thread_reclaim(struct weft_thread *t)
+{
+	registry_remove(t);
+	switch (t->origin) {
+	case WEFT_ORIGIN_CREATED:
+		stack_release(t);
+		break;
+	case WEFT_ORIGIN_ADOPTED:
+		free(t);
+		break;
+	default: /* the main thread's descriptor is static */
+		break;
+	}
+}
+
+__attribute__((noreturn)) void thread_finish(struct weft_thread *t)
+{
+	ksigset_t all = ~(ksigset_t)0;
+	int s = WEFT_JOINABLE;
+
+	host_thread_end(t->tcb);
+	/* G4: glibc's count of live threads; the last one ends the process
+	   the way returning from main would (atexit handlers run). */
+	if (host_nthreads_add(-1) == 0)
+		exit(0);
+	/* From here on no handler may run: TLS is going away. */
+	sys_sigprocmask(SIG_BLOCK, &all, NULL);
+	t->tls_released = 1;
+	host_tls_release(t->tcb);
+	t->has_malloc_state = host_malloc_state_take(t->tcb, t->malloc_state);
+	if (!__atomic_compare_exchange_n(&t->join_state, &s, WEFT_EXITING, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	    s == WEFT_DETACHED)
+		thread_reclaim(t);
+	sys_exit_thread(0);
+}

@@ -1,0 +1,58 @@
+/* fork() from any thread.  glibc's fork does the kernel part and its own
+   bookkeeping (the child's TID lands in the surviving thread's tid word,
+   the robust list is re-registered, __nptl_nthreads becomes 1).  weft's
+   handlers keep its own state consistent: no weft lock may be held
+   across the fork, and in the child every other thread is gone, so its
+   slot, TLS, malloc state and mapping are reclaimed there. */
+#include <stdlib.h>
+
+#include "../host/glibc.h"
+#include "thread.h"
+
+static void fork_prepare(void)
+{
+	stack_cache_lock_for_fork();
+	registry_lock_for_fork();
+}
+
+static void fork_parent(void)
+{
+	registry_unlock_after_fork();
+	stack_cache_unlock_after_fork();
+}
+
+/* A thread that existed in the parent but not in the child. */
+static void drop_in_child(struct weft_thread *t)
+{
+	switch (t->origin) {
+	case WEFT_ORIGIN_CREATED:
+		if (!t->tls_released) {
+			host_tls_release(t->tcb);
+			t->has_malloc_state =
+				host_malloc_state_take(t->tcb, t->malloc_state);
+		}
+		*t->tidp = 0;
+		stack_release(t);
+		break;
+	case WEFT_ORIGIN_ADOPTED:
+		free(t);
+		break;
+	default:
+		break;
+	}
+}
+
+static void fork_child(void)
+{
+	struct weft_thread *self = weft_tls_self;
+
+	stack_cache_reset_in_child();
+	registry_reset_in_child(self, drop_in_child);
+	if (self && self->origin == WEFT_ORIGIN_CREATED)
+		host_fork_child(self->tcb);
+}
+
+void fork_init(void)
+{
+	host_register_atfork(fork_prepare, fork_parent, fork_child);
+}

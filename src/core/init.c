@@ -1,0 +1,70 @@
+/* Start-up: once per process, from libweft's constructor or from the
+   first weft entry point called before it (another library's
+   constructor may create threads first). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../host/glibc.h"
+#include "../kernel/futex.h"
+#include "thread.h"
+#include "tunables.h"
+
+int weft_is_active;
+int weft_init_done; /* 0 not started, 1 running, 2 done (futex word) */
+struct weft_counters weft_counters;
+
+static void write_report(void)
+{
+	int fd = open(weft_tunables.report_path,
+		      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return;
+	dprintf(fd,
+		"pid=%d\nactive=%d\nthreads_created=%lu\nstacks_mapped=%lu\n"
+		"stacks_reused=%lu\nstacks_unmapped=%lu\nmalloc_handoffs=%lu\n"
+		"threads_adopted=%lu\n",
+		getpid(), weft_is_active, weft_counters.created,
+		weft_counters.stacks_mapped, weft_counters.stacks_reused,
+		weft_counters.stacks_unmapped, weft_counters.malloc_handoffs,
+		weft_counters.adopted);
+	close(fd);
+}
+
+static void init_once(void)
+{
+	tunables_init();
+	weft_is_active = host_init();
+	if (!weft_is_active) {
+		/* One clear line; the program keeps running on glibc. */
+		dprintf(2, "weft: %s; forwarding all thread calls to glibc's "
+			   "own implementation\n", host_status());
+	} else {
+		weft_self(); /* adopt the main thread */
+		fork_init();
+	}
+	if (weft_tunables.report_path)
+		atexit(write_report);
+}
+
+void weft_init_slow(void)
+{
+	int s = 0;
+
+	if (__atomic_compare_exchange_n(&weft_init_done, &s, 1, 0,
+					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+		init_once();
+		__atomic_store_n(&weft_init_done, 2, __ATOMIC_RELEASE);
+		futex_wake(&weft_init_done, 0x7fffffff, WEFT_FUTEX_PRIVATE);
+		return;
+	}
+	while ((s = __atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE)) == 1)
+		futex_wait(&weft_init_done, 1, WEFT_FUTEX_PRIVATE);
+}
+
+__attribute__((constructor(101))) static void weft_constructor(void)
+{
+	weft_serving();
+}

@@ -1,0 +1,168 @@
+/* pthread_t handles that detect staleness.
+
+   NPTL makes pthread_t the descriptor's address, and cached descriptors
+   are reused, so a handle of a thread that was already joined silently
+   names whichever thread got the memory next.  weft's pthread_t is
+   instead a slot number plus that slot's generation:
+
+       bit 63      bits 62..32        bits 31..0
+       [  1  ][ generation (31 bits) ][ slot index ]
+
+   A slot's generation advances each time the slot is freed (when the
+   thread is joined, or when a detached thread ends), so an old handle no
+   longer matches and calls on it return ESRCH.  Bit 63 is never set in a
+   user-space address, so a weft handle can't be mistaken for one of
+   glibc's (a TCB address).  Generations wrap after 2^31 reuses of one
+   slot.
+
+   Slots live in chunks of 1024 allocated on demand and never freed;
+   4096 chunks cover the kernel's largest possible pid space (2^22), so
+   weft sets no limit of its own on the number of threads. */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "lock.h"
+#include "thread.h"
+
+#define SLOTS_PER_CHUNK 1024u
+#define MAX_CHUNKS 4096u
+#define HANDLE_TAG (1ULL << 63)
+#define GEN_MASK 0x7fffffffu
+
+struct slot {
+	uint32_t gen;		 /* atomic; current generation */
+	uint32_t next_free;	 /* free list link (index + 1, 0 = end) */
+	struct weft_thread *thr; /* atomic; NULL when free */
+};
+
+static struct slot *chunks[MAX_CHUNKS];
+static uint32_t nslots;	   /* slots ever handed out */
+static uint32_t free_head; /* index + 1 of the first free slot, 0 = none */
+static unsigned long live;
+static weft_lock_t reg_lock = WEFT_LOCK_INIT;
+
+static struct slot *slot_at(uint32_t idx)
+{
+	struct slot *c = __atomic_load_n(&chunks[idx / SLOTS_PER_CHUNK],
+					 __ATOMIC_ACQUIRE);
+
+	return c ? &c[idx % SLOTS_PER_CHUNK] : NULL;
+}
+
+static uint64_t make_handle(uint32_t idx, uint32_t gen)
+{
+	return HANDLE_TAG | ((uint64_t)gen << 32) | idx;
+}
+
+/* Called with reg_lock held. */
+static int grow(void)
+{
+	uint32_t c = nslots / SLOTS_PER_CHUNK;
+	struct slot *mem;
+
+	if (c >= MAX_CHUNKS)
+		return -EAGAIN;
+	mem = sys_mmap(NULL, SLOTS_PER_CHUNK * sizeof(struct slot),
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+	if (sys_mmap_failed(mem))
+		return -EAGAIN;
+	for (uint32_t i = 0; i < SLOTS_PER_CHUNK; i++)
+		mem[i].gen = 1;
+	__atomic_store_n(&chunks[c], mem, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int registry_add(struct weft_thread *t)
+{
+	uint32_t idx;
+	struct slot *s;
+
+	weft_lock(&reg_lock);
+	if (free_head) {
+		idx = free_head - 1;
+		s = slot_at(idx);
+		free_head = s->next_free;
+	} else {
+		if (nslots % SLOTS_PER_CHUNK == 0 && grow() != 0) {
+			weft_unlock(&reg_lock);
+			return -EAGAIN;
+		}
+		idx = nslots++;
+		s = slot_at(idx);
+	}
+	live++;
+	t->slot = idx;
+	t->handle = make_handle(idx, s->gen);
+	__atomic_store_n(&s->thr, t, __ATOMIC_RELEASE);
+	weft_unlock(&reg_lock);
+	return 0;
+}
+
+void registry_remove(struct weft_thread *t)
+{
+	struct slot *s = slot_at(t->slot);
+	uint32_t gen;
+
+	weft_lock(&reg_lock);
+	/* Invalidate every outstanding handle before the slot is reused. */
+	gen = (s->gen + 1) & GEN_MASK;
+	__atomic_store_n(&s->gen, gen ? gen : 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->thr, NULL, __ATOMIC_RELEASE);
+	s->next_free = free_head;
+	free_head = t->slot + 1;
+	live--;
+	weft_unlock(&reg_lock);
+}
+
+struct weft_thread *registry_lookup(pthread_t h, int *err)
+{
+	uint64_t v = (uint64_t)h;
+	uint32_t idx = (uint32_t)v, gen = (uint32_t)(v >> 32) & GEN_MASK;
+	struct slot *s;
+	struct weft_thread *t;
+
+	*err = 0;
+	if (!(v & HANDLE_TAG))
+		return NULL;
+	*err = ESRCH;
+	if (idx / SLOTS_PER_CHUNK >= MAX_CHUNKS || !(s = slot_at(idx)))
+		return NULL;
+	t = __atomic_load_n(&s->thr, __ATOMIC_ACQUIRE);
+	if (!t || __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != gen)
+		return NULL;
+	*err = 0;
+	return t;
+}
+
+unsigned long registry_live_count(void)
+{
+	return __atomic_load_n(&live, __ATOMIC_RELAXED);
+}
+
+void registry_lock_for_fork(void)
+{
+	weft_lock(&reg_lock);
+}
+
+void registry_unlock_after_fork(void)
+{
+	weft_unlock(&reg_lock);
+}
+
+/* In a fork child: every thread but `self` is gone.  `drop` reclaims
+   each one's memory; the slots are freed here. */
+void registry_reset_in_child(struct weft_thread *self,
+			     void (*drop)(struct weft_thread *))
+{
+	weft_lock_reset(&reg_lock);
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct slot *s = slot_at(i);
+		struct weft_thread *t = s->thr;
+
+		if (!t || t == self)
+			continue;
+		registry_remove(t);
+		drop(t);
+	}
+}

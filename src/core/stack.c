@@ -1,0 +1,302 @@
+/* Thread memory: one mapping per thread holding guard, stack, weft's
+   descriptor, static TLS and glibc's TCB (layout in thread.h), and a
+   bounded cache of the mappings of dead threads.
+
+   A cached mapping is reused only once the kernel has cleared its tid
+   word (CLONE_CHILD_CLEARTID), i.e. the thread that ran on it has fully
+   left the kernel, so a detached thread can put its own mapping in the
+   cache just before it exits and nobody ever waits for it.
+
+   The cache also carries libc's malloc thread cache of the dead thread
+   to the next thread that gets the mapping (see host/glibc.c).  When a
+   mapping leaves the cache, that state moves to a pool from which fresh
+   mappings take it, so no thread cache is ever lost. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "../host/glibc.h"
+#include "lock.h"
+#include "thread.h"
+#include "tunables.h"
+
+#define PAGE 4096UL
+#define MIN_STACK_LEFT 4096UL /* stack left after TLS and descriptor */
+
+static weft_lock_t cache_lock = WEFT_LOCK_INIT;
+static struct weft_thread *cache_head; /* most recently released first */
+static size_t cache_bytes;
+
+/* Malloc states whose mapping was unmapped, waiting for a new thread. */
+static uintptr_t (*pool)[WEFT_MALLOC_WORDS];
+static size_t pool_len, pool_cap;
+
+static size_t default_size;
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+size_t stack_default_size(void)
+{
+	struct rlimit rl;
+
+	if (default_size)
+		return default_size;
+	/* As glibc: the soft stack limit, unless unlimited or tiny. */
+	if (sys_getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur >= (rlim_t)PTHREAD_STACK_MIN)
+		default_size = round_up(rl.rlim_cur, PAGE);
+	else
+		default_size = 2UL << 20;
+	return default_size;
+}
+
+void stack_set_default_size(size_t s)
+{
+	default_size = s;
+}
+
+/* Must hold cache_lock.  Growing uses mmap, not malloc: this can run in
+   an exiting thread that has already given away its malloc state. */
+static void pool_put(const uintptr_t *words)
+{
+	if (pool_len == pool_cap) {
+		size_t ncap = pool_cap ? pool_cap * 2 : 256;
+		void *n = sys_mmap(NULL, ncap * sizeof *pool,
+				   PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (sys_mmap_failed(n))
+			return; /* the state leaks, as it would in glibc */
+		if (pool) {
+			memcpy(n, pool, pool_len * sizeof *pool);
+			sys_munmap(pool, pool_cap * sizeof *pool);
+		}
+		pool = n;
+		pool_cap = ncap;
+	}
+	memcpy(pool[pool_len++], words, sizeof *pool);
+}
+
+static void take_pooled_state(struct weft_thread *t)
+{
+	if (t->has_malloc_state)
+		return;
+	weft_lock(&cache_lock);
+	if (pool_len) {
+		memcpy(t->malloc_state, pool[--pool_len], sizeof *pool);
+		t->has_malloc_state = 1;
+	}
+	weft_unlock(&cache_lock);
+}
+
+/* Places descriptor, TLS and TCB at the top of [lo, lo + size). */
+static struct weft_thread *lay_out(char *lo, size_t size, size_t guard,
+				   char **tcb_out)
+{
+	char *top = lo + size;
+	size_t tcbsz = host_tcb_size(), align = host_tls_align();
+	char *tcb = (char *)(((uintptr_t)top - tcbsz) & ~(uintptr_t)(align - 1));
+	char *tls_lo = tcb - (host_tls_area_size() - tcbsz);
+	struct weft_thread *t =
+		(void *)(((uintptr_t)tls_lo - sizeof *t) & ~(uintptr_t)63);
+
+	if ((char *)t < lo + guard + MIN_STACK_LEFT)
+		return NULL;
+	*tcb_out = tcb;
+	return t;
+}
+
+static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
+			    size_t guard)
+{
+	uintptr_t ms[WEFT_MALLOC_WORDS];
+	int has = t->has_malloc_state;
+	char *map_base = t->map_base;
+	size_t map_size = t->map_size;
+
+	memcpy(ms, t->malloc_state, sizeof ms);
+	memset(t, 0, sizeof *t);
+	memcpy(t->malloc_state, ms, sizeof ms);
+	t->has_malloc_state = has;
+	t->map_base = map_base;
+	t->map_size = map_size;
+	t->tcb = tcb;
+	t->tidp = host_tid_word(tcb);
+	t->guard_size = guard;
+	t->stack_lo = lo + guard;
+	t->stack_size = (size_t)((char *)t - t->stack_lo);
+}
+
+static struct weft_thread *cache_take(size_t map_size, size_t guard)
+{
+	struct weft_thread **pp, *t = NULL;
+
+	weft_lock(&cache_lock);
+	for (pp = &cache_head; *pp; pp = &(*pp)->cache_next) {
+		struct weft_thread *c = *pp;
+
+		if (c->map_size == map_size && c->guard_size == guard &&
+		    __atomic_load_n(c->tidp, __ATOMIC_ACQUIRE) == 0) {
+			*pp = c->cache_next;
+			cache_bytes -= c->map_size;
+			t = c;
+			break;
+		}
+	}
+	weft_unlock(&cache_lock);
+	return t;
+}
+
+static struct weft_thread *map_new(size_t map_size, size_t guard, int *err)
+{
+	char *base, *tcb;
+	struct weft_thread *t;
+
+	base = sys_mmap(NULL, map_size, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
+			-1, 0);
+	if (sys_mmap_failed(base)) {
+		*err = EAGAIN;
+		return NULL;
+	}
+	if (guard && sys_mprotect(base, guard, PROT_NONE) != 0) {
+		sys_munmap(base, map_size);
+		*err = EAGAIN;
+		return NULL;
+	}
+	t = lay_out(base, map_size, guard, &tcb);
+	t->has_malloc_state = 0;
+	t->map_base = base;
+	t->map_size = map_size;
+	WEFT_COUNT(stacks_mapped);
+	return t;
+}
+
+struct weft_thread *stack_acquire(const struct weft_stack_request *req,
+				  int *err)
+{
+	struct weft_thread *t;
+	char *lo, *tcb = NULL;
+	size_t guard, size;
+
+	if (req->user_top) {
+		/* The user's memory: same layout, no guard, never ours. */
+		lo = req->user_top - req->user_size;
+		size = req->user_size;
+		guard = 0;
+		t = lay_out(lo, size, 0, &tcb);
+		if (!t) {
+			*err = EINVAL;
+			return NULL;
+		}
+		t->has_malloc_state = 0;
+		t->map_base = NULL;
+		t->map_size = 0;
+	} else {
+		guard = round_up(req->guardsize, PAGE);
+		size = round_up(req->stacksize ? req->stacksize
+					       : stack_default_size(), PAGE);
+		size = size < host_tls_area_size() + sizeof *t + 2 * MIN_STACK_LEFT
+			       ? round_up(host_tls_area_size() + sizeof *t +
+						  2 * MIN_STACK_LEFT, PAGE)
+			       : size;
+		size += guard;
+		t = cache_take(size, guard);
+		if (t) {
+			WEFT_COUNT(stacks_reused);
+		} else if (!(t = map_new(size, guard, err))) {
+			return NULL;
+		}
+		lo = t->map_base;
+		lay_out(lo, size, guard, &tcb);
+	}
+	init_descriptor(t, tcb, lo, guard);
+	take_pooled_state(t);
+	if (host_tcb_prepare(tcb, lo, size) != 0) {
+		stack_release(t);
+		*err = EAGAIN;
+		return NULL;
+	}
+	if (t->has_malloc_state) {
+		host_malloc_state_install(tcb, t->malloc_state);
+		t->has_malloc_state = 0;
+		WEFT_COUNT(malloc_handoffs);
+	}
+	return t;
+}
+
+/* Must hold cache_lock.  Detaches the oldest dead mappings until the
+   cache fits its bound again; returns them as a list to unmap. */
+static struct weft_thread *cache_trim(void)
+{
+	struct weft_thread *victims = NULL;
+	size_t limit = weft_tunables.stack_cache_bytes;
+
+	while (cache_bytes > limit) {
+		struct weft_thread **pp, **oldest_dead = NULL;
+
+		for (pp = &cache_head; *pp; pp = &(*pp)->cache_next)
+			if (__atomic_load_n((*pp)->tidp, __ATOMIC_ACQUIRE) == 0)
+				oldest_dead = pp;
+		if (!oldest_dead)
+			break; /* the rest are still exiting */
+		struct weft_thread *v = *oldest_dead;
+		*oldest_dead = v->cache_next;
+		cache_bytes -= v->map_size;
+		if (v->has_malloc_state)
+			pool_put(v->malloc_state);
+		v->cache_next = victims;
+		victims = v;
+	}
+	return victims;
+}
+
+void stack_release(struct weft_thread *t)
+{
+	struct weft_thread *victims;
+
+	weft_lock(&cache_lock);
+	if (!t->map_base) {
+		/* A user stack may be freed by its owner once the thread is
+		   reclaimed: keep only the malloc state. */
+		if (t->has_malloc_state)
+			pool_put(t->malloc_state);
+		weft_unlock(&cache_lock);
+		return;
+	}
+	t->cache_next = cache_head;
+	cache_head = t;
+	cache_bytes += t->map_size;
+	victims = cache_trim();
+	weft_unlock(&cache_lock);
+	while (victims) {
+		struct weft_thread *v = victims;
+
+		victims = v->cache_next;
+		sys_munmap(v->map_base, v->map_size);
+		WEFT_COUNT(stacks_unmapped);
+	}
+}
+
+void stack_cache_lock_for_fork(void)
+{
+	weft_lock(&cache_lock);
+}
+
+void stack_cache_unlock_after_fork(void)
+{
+	weft_unlock(&cache_lock);
+}
+
+/* In a fork child every cached mapping is free to reuse: the threads that
+   were still exiting in the parent do not exist here. */
+void stack_cache_reset_in_child(void)
+{
+	weft_lock_reset(&cache_lock);
+	for (struct weft_thread *c = cache_head; c; c = c->cache_next)
+		*c->tidp = 0;
+}

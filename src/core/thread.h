@@ -1,0 +1,145 @@
+/* The weft thread descriptor and the thread core's internal interface.
+
+   Memory of a thread weft maps itself (one mapping, NPTL style):
+
+     high  +---------------------------+ map_base + map_size
+           | glibc's struct pthread    | <- tcb = thread pointer (%fs)
+           +---------------------------+
+           | static TLS blocks         |    (ld.so's layout, below TP)
+           +---------------------------+
+           | struct weft_thread        | <- descriptor
+           +---------------------------+ <- initial stack pointer
+           | stack, grows down         |
+           +---------------------------+
+           | guard page(s), PROT_NONE  |
+     low   +---------------------------+ map_base
+
+   A thread on a user-supplied stack has the same layout inside the
+   user's memory, without a guard; weft never caches or unmaps it. */
+#ifndef WEFT_CORE_THREAD_H
+#define WEFT_CORE_THREAD_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "../kernel/syscall.h"
+
+enum weft_origin {
+	WEFT_ORIGIN_CREATED = 1, /* made by weft's pthread_create */
+	WEFT_ORIGIN_MAIN = 2,	 /* the process's initial thread, adopted */
+	WEFT_ORIGIN_ADOPTED = 3, /* made by glibc itself, adopted on use */
+};
+
+/* Who owns the end of a thread's life.  A thread that finds JOINABLE at
+   exit leaves its reclamation to the joiner (or to a later detach); a
+   thread that finds DETACHED reclaims itself. */
+enum weft_join_state {
+	WEFT_JOINABLE = 0,
+	WEFT_DETACHED = 1,
+	WEFT_EXITING = 2, /* finished running, waits for join or detach */
+	WEFT_JOINING = 3, /* a joiner has claimed it */
+};
+
+/* Maximum number of libc malloc words handed from a dead thread to a new
+   one (glibc 2.36 has two: tcache and thread_arena). */
+#define WEFT_MALLOC_WORDS 4
+
+struct weft_thread {
+	uint64_t handle;     /* the pthread_t value, see registry.c */
+	char *tcb;	     /* glibc's struct pthread, = thread pointer */
+	volatile int *tidp;  /* glibc's tid word; cleared by the kernel */
+	void *(*start)(void *);
+	void *arg;
+	void *result;
+	int join_state;	     /* enum weft_join_state, atomic */
+	int origin;	     /* enum weft_origin */
+	uint32_t slot;	     /* registry slot */
+	ksigset_t sigmask;   /* signal mask the new thread starts with */
+
+	/* The mapping (weft-made stacks only; map_base NULL otherwise). */
+	char *map_base;
+	size_t map_size;
+	size_t guard_size;
+	char *stack_lo;	     /* lowest usable stack byte */
+	size_t stack_size;   /* usable stack below the descriptor */
+	size_t attr_stacksize; /* as requested, reported by getattr_np */
+	int attr_flags;	     /* glibc attr flag bits the thread was made with */
+
+	/* libc's per-thread malloc state left by the previous user of this
+	   mapping, or by this thread at exit; see host/glibc.c. */
+	uintptr_t malloc_state[WEFT_MALLOC_WORDS];
+	int has_malloc_state;
+	int tls_released;    /* the thread gave back its DTV (fork child) */
+
+	struct weft_thread *cache_next; /* stack cache list */
+};
+
+/* The calling thread's descriptor (NULL before adoption).  Initial-exec
+   TLS of libweft, which is always loaded at start-up. */
+extern __thread struct weft_thread *weft_tls_self
+	__attribute__((tls_model("initial-exec")));
+
+/* Returns the calling thread's descriptor, adopting the thread first if
+   weft has not seen it yet (main thread, glibc's helper threads). */
+struct weft_thread *weft_self(void);
+
+/* --- registry.c: pthread_t handles ------------------------------------ */
+int registry_add(struct weft_thread *t);
+void registry_remove(struct weft_thread *t);
+/* Returns the live thread for a handle; NULL with *err = ESRCH for a
+   stale or unknown weft handle, NULL with *err = 0 for a value that is
+   not a weft handle at all. */
+struct weft_thread *registry_lookup(pthread_t h, int *err);
+void registry_lock_for_fork(void);
+void registry_unlock_after_fork(void);
+void registry_reset_in_child(struct weft_thread *self,
+			     void (*drop)(struct weft_thread *));
+unsigned long registry_live_count(void);
+
+/* --- stack.c: mappings and the stack cache ---------------------------- */
+struct weft_stack_request {
+	size_t stacksize; /* as in the attribute (0: default) */
+	size_t guardsize;
+	char *user_top;	  /* user stack top (setstack) or NULL */
+	size_t user_size;
+};
+struct weft_thread *stack_acquire(const struct weft_stack_request *req,
+				  int *err);
+void stack_release(struct weft_thread *t);
+void stack_cache_lock_for_fork(void);
+void stack_cache_unlock_after_fork(void);
+void stack_cache_reset_in_child(void);
+size_t stack_default_size(void);
+void stack_set_default_size(size_t);
+
+/* --- lifecycle ---------------------------------------------------------- */
+int thread_create(pthread_t *out, const pthread_attr_t *attr,
+		  void *(*start)(void *), void *arg);
+int thread_join(struct weft_thread *t, void **result, int clock,
+		const struct timespec *abstime, int try_only);
+int thread_detach(struct weft_thread *t);
+void thread_reclaim(struct weft_thread *t);
+void thread_finish(struct weft_thread *t) __attribute__((noreturn));
+void fork_init(void);
+
+/* --- init.c ------------------------------------------------------------- */
+extern int weft_is_active;
+void weft_init_slow(void);
+/* Nonzero when weft serves calls; initialises on first use. */
+static inline int weft_serving(void)
+{
+	extern int weft_init_done;
+	if (__builtin_expect(!__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE), 0))
+		weft_init_slow();
+	return weft_is_active;
+}
+
+/* --- stats -------------------------------------------------------------- */
+struct weft_counters {
+	unsigned long created, stacks_mapped, stacks_reused, stacks_unmapped,
+		malloc_handoffs, adopted;
+};
+extern struct weft_counters weft_counters;
+#define WEFT_COUNT(field) __atomic_fetch_add(&weft_counters.field, 1, __ATOMIC_RELAXED)
+
+#endif

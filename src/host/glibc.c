@@ -1,0 +1,531 @@
+/* The glibc host adapter (see glibc.h).  Layout facts are discovered at
+   start-up wherever glibc offers a way: libthread_db's descriptors, ld.so's
+   static TLS information, and a probe glibc thread whose TCB we can read.
+   Only what cannot be discovered is tied to the glibc version, and an
+   unknown version switches weft into forwarding mode. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <resolv.h>
+#undef p_type /* resolv.h defines it; it names an ELF field here */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/rseq.h>
+#include <unistd.h>
+
+#include "glibc.h"
+#include "attr_layout.h"
+#include "../kernel/rseq.h"
+#include "../kernel/syscall.h"
+
+struct host_real host_real;
+
+/* Fixed by the x86-64 ABI (tcbhead_t), stable across glibc releases. */
+enum {
+	TCB_OFF_TCB = 0,
+	TCB_OFF_SELF = 16,
+	TCB_OFF_MULTIPLE_THREADS = 24,
+	TCB_OFF_STACK_GUARD = 40,
+	TCB_OFF_POINTER_GUARD = 48,
+	TCB_OFF_FEATURE_1 = 72,
+};
+
+#define NOT_FOUND ((size_t)-1)
+
+/* Offsets inside glibc's struct pthread, found at start-up. */
+static struct {
+	size_t tcb_size;		 /* sizeof(struct pthread) */
+	size_t tid, list, report_events; /* from libthread_db descriptors */
+	size_t res, robust_head, stackblock, stackblock_size; /* probed */
+	size_t result, user_stack, strerror_buf, strsignal_buf;
+	ptrdiff_t resp_tls;	 /* __resp TLS variable, from TP */
+	ptrdiff_t weft_self_tls; /* weft_tls_self, from TP */
+	size_t tls_size, tls_align;
+	/* libc malloc's per-thread words (tcache, thread_arena), from TP */
+	ptrdiff_t malloc_word[WEFT_MALLOC_WORDS];
+	int malloc_words;
+} L;
+
+static struct {
+	void *(*dl_allocate_tls)(void *);
+	void (*dl_deallocate_tls)(void *, _Bool);
+	void (*dl_get_tls_static_info)(size_t *, size_t *);
+	void (*ctype_init)(void);
+	void (*call_tls_dtors)(void);
+	unsigned int *nptl_nthreads;
+	int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void),
+			       void *);
+	int (*cxa_thread_atexit_impl)(void (*)(void *), void *, void *);
+} G;
+
+extern void *__dso_handle;
+
+static const char *status = "not initialised";
+static char status_buf[160];
+
+const char *host_status(void)
+{
+	return status;
+}
+
+const char *host_glibc_version(void)
+{
+	const char *pretend = getenv("WEFT_PRETEND_GLIBC");
+
+	return pretend && *pretend ? pretend : gnu_get_libc_version();
+}
+
+static char *tp(void)
+{
+	return arch_thread_pointer();
+}
+
+#define FIELD(tcb, off, type) (*(type *)((char *)(tcb) + (off)))
+
+/* ------------------------------------------------------------ symbols */
+
+static void *next_sym(const char *name, const char *version)
+{
+	void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
+
+	return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+static void resolve_real(void)
+{
+	struct host_real *r = &host_real;
+
+#define REAL(field, ver) r->field = next_sym(#field, ver)
+	REAL(pthread_create, "GLIBC_2.34");
+	REAL(pthread_join, "GLIBC_2.34");
+	REAL(pthread_tryjoin_np, "GLIBC_2.34");
+	REAL(pthread_timedjoin_np, "GLIBC_2.34");
+	REAL(pthread_clockjoin_np, "GLIBC_2.34");
+	REAL(pthread_detach, "GLIBC_2.34");
+	REAL(pthread_self, "GLIBC_2.2.5");
+	REAL(pthread_exit, "GLIBC_2.2.5");
+	REAL(pthread_getattr_np, "GLIBC_2.32");
+	REAL(pthread_kill, "GLIBC_2.34");
+	REAL(pthread_sigqueue, "GLIBC_2.34");
+	REAL(pthread_cancel, "GLIBC_2.34");
+	REAL(pthread_setschedparam, "GLIBC_2.2.5");
+	REAL(pthread_getschedparam, "GLIBC_2.2.5");
+	REAL(pthread_setschedprio, "GLIBC_2.3.4");
+	REAL(pthread_setaffinity_np, "GLIBC_2.34");
+	REAL(pthread_getaffinity_np, "GLIBC_2.32");
+	REAL(pthread_setname_np, "GLIBC_2.34");
+	REAL(pthread_getname_np, "GLIBC_2.34");
+	REAL(pthread_getcpuclockid, "GLIBC_2.34");
+	REAL(confstr, "GLIBC_2.2.5");
+#undef REAL
+}
+
+/* libthread_db describes fields as three words: bit size, count, byte
+   offset.  glibc keeps them current because gdb depends on them. */
+static int db_offset(void *libc, const char *name, size_t *out)
+{
+	const uint32_t *d = dlvsym(libc, name, "GLIBC_PRIVATE");
+
+	if (!d)
+		return -1;
+	*out = d[2];
+	return 0;
+}
+
+static int resolve_private(void *libc)
+{
+	const uint32_t *size;
+	char *resp;
+
+	G.dl_allocate_tls = dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
+	G.dl_deallocate_tls = dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");
+	G.dl_get_tls_static_info =
+		dlvsym(RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
+	G.ctype_init = dlvsym(libc, "__ctype_init", "GLIBC_PRIVATE");
+	G.call_tls_dtors = dlvsym(libc, "__call_tls_dtors", "GLIBC_PRIVATE");
+	G.nptl_nthreads = dlvsym(libc, "__nptl_nthreads", "GLIBC_PRIVATE");
+	G.register_atfork = dlvsym(libc, "__register_atfork", "GLIBC_2.3.2");
+	G.cxa_thread_atexit_impl = dlvsym(libc, "__cxa_thread_atexit_impl", "GLIBC_2.18");
+	resp = dlvsym(libc, "__resp", "GLIBC_PRIVATE");
+	size = dlvsym(libc, "_thread_db_sizeof_pthread", "GLIBC_PRIVATE");
+	if (!G.dl_allocate_tls || !G.dl_deallocate_tls ||
+	    !G.dl_get_tls_static_info || !G.ctype_init || !G.call_tls_dtors ||
+	    !G.nptl_nthreads || !G.register_atfork ||
+	    !G.cxa_thread_atexit_impl || !resp || !size)
+		return -1;
+	L.tcb_size = *size;
+	if (db_offset(libc, "_thread_db_pthread_tid", &L.tid) ||
+	    db_offset(libc, "_thread_db_pthread_list", &L.list) ||
+	    db_offset(libc, "_thread_db_pthread_report_events", &L.report_events))
+		return -1;
+	L.resp_tls = resp - tp();
+	L.weft_self_tls = (char *)&weft_tls_self - tp();
+	G.dl_get_tls_static_info(&L.tls_size, &L.tls_align);
+	if (L.tls_align < 64)
+		L.tls_align = 64;
+	return 0;
+}
+
+/* ------------------------------------------------------------- probe */
+
+/* Where libc's own TLS block lies relative to TP, found through the
+   loader's public module list. */
+struct libc_tls {
+	ptrdiff_t off;
+	size_t size;
+};
+
+static int find_libc_tls(struct dl_phdr_info *info, size_t sz, void *data)
+{
+	struct libc_tls *lt = data;
+
+	(void)sz;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6") ||
+	    !info->dlpi_tls_data)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_TLS)
+			lt->size = info->dlpi_phdr[i].p_memsz;
+	lt->off = (char *)info->dlpi_tls_data - tp();
+	return 1;
+}
+
+#define PROBE_RESULT ((void *)0x5eedf00dcafeUL)
+#define LIBC_TLS_MAX 1024
+
+static char probe_stack[256 * 1024] __attribute__((aligned(4096)));
+static char *probe_tcb;
+static int probe_tid_ok;
+
+static size_t scan_tcb(const char *tcb, uintptr_t value)
+{
+	for (size_t o = 0; o + sizeof(uintptr_t) <= L.tcb_size; o += 8)
+		if (FIELD(tcb, o, uintptr_t) == value)
+			return o;
+	return NOT_FOUND;
+}
+
+/* glibc gives no interface to the malloc thread cache (S4): find the
+   words in libc's TLS block that the first malloc of a thread sets (the
+   tcache and the arena pointer) by comparing the block before and after
+   one.  This runs first in a fresh glibc thread, which has not called
+   malloc yet. */
+static void probe_malloc_words(void)
+{
+	struct libc_tls lt = {0, 0};
+	uintptr_t before[LIBC_TLS_MAX / 8];
+	const uintptr_t *blk;
+	size_t n;
+	void *volatile p;
+
+	dl_iterate_phdr(find_libc_tls, &lt);
+	if (lt.size == 0 || lt.size > LIBC_TLS_MAX)
+		return;
+	blk = (const uintptr_t *)(tp() + lt.off);
+	n = lt.size / 8;
+	memcpy(before, blk, n * 8);
+	p = malloc(40);
+	free(p);
+	for (size_t i = 0; i < n; i++) {
+		if (before[i] != 0 || blk[i] == 0)
+			continue;
+		if (L.malloc_words == WEFT_MALLOC_WORDS) {
+			L.malloc_words = 0; /* not what we expect: give up */
+			return;
+		}
+		L.malloc_word[L.malloc_words++] = lt.off + (ptrdiff_t)(i * 8);
+	}
+}
+
+static void *probe_main(void *arg)
+{
+	char *self = tp();
+	void *head = NULL;
+	size_t len;
+
+	(void)arg;
+	probe_malloc_words();
+	probe_tcb = self;
+	probe_tid_ok = FIELD(self, L.tid, int) == sys_gettid();
+	L.res = (char *)__res_state() - self;
+	if (sys_get_robust_list(0, &head, &len) == 0)
+		L.robust_head = (char *)head - self;
+	L.stackblock = NOT_FOUND;
+	for (size_t o = 0; o + 16 <= L.tcb_size; o += 8)
+		if (FIELD(self, o, char *) == probe_stack &&
+		    FIELD(self, o + 8, size_t) == sizeof probe_stack) {
+			L.stackblock = o;
+			L.stackblock_size = o + 8;
+			break;
+		}
+	L.strerror_buf = scan_tcb(self, (uintptr_t)strerror(12345));
+	L.strsignal_buf = scan_tcb(self, (uintptr_t)strsignal(SIGRTMIN + 1));
+	/* The byte after report_events is user_stack (<= 2.41); this probe
+	   runs on a user-supplied stack, so it must read 1. */
+	L.user_stack = FIELD(self, L.report_events + 1, unsigned char) == 1
+			       ? L.report_events + 1
+			       : NOT_FOUND;
+	return PROBE_RESULT;
+}
+
+/* One real glibc thread: glibc's pthread_create switches the process to
+   multi-threaded mode (both copies of __libc_single_threaded, stdio
+   locking, SIGSETXID handler, the TCB flag of this thread: G1-G3, H3),
+   and its TCB tells us the offsets glibc does not publish. */
+static int run_probe(void)
+{
+	pthread_attr_t a;
+	pthread_t th;
+	void *res = NULL;
+	struct glibc_attr *ga = gattr(&a);
+
+	memset(&a, 0, sizeof a);
+	ga->guardsize = 0;
+	ga->stackaddr = probe_stack + sizeof probe_stack;
+	ga->stacksize = sizeof probe_stack;
+	ga->flags = GATTR_STACKADDR;
+	if (host_real.pthread_create(&th, &a, probe_main, NULL) != 0)
+		return -1;
+	if (host_real.pthread_join(th, &res) != 0 || res != PROBE_RESULT)
+		return -1;
+	L.result = scan_tcb(probe_tcb, (uintptr_t)PROBE_RESULT);
+	return 0;
+}
+
+/* ---------------------------------------------------------- start-up */
+
+/* glibc releases whose non-discoverable facts weft knows (user_stack as
+   a bool after report_events; kernel clears `tid`; rseq inside the TCB
+   or placed by __rseq_offset).  Others run in forwarding mode. */
+static int known_release(const char *v)
+{
+	return strcmp(v, "2.36") == 0;
+}
+
+static int fail(const char *why)
+{
+	snprintf(status_buf, sizeof status_buf, "%s", why);
+	status = status_buf;
+	return 0;
+}
+
+int host_init(void)
+{
+	const char *ver = host_glibc_version();
+	void *libc;
+
+	resolve_real();
+	if (!host_real.pthread_create || !host_real.pthread_join ||
+	    !host_real.pthread_exit || !host_real.pthread_self)
+		return fail("glibc's pthread functions not found");
+	if (!known_release(ver)) {
+		snprintf(status_buf, sizeof status_buf,
+			 "glibc %s is not a release weft knows", ver);
+		status = status_buf;
+		return 0;
+	}
+	libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	if (!libc || resolve_private(libc) != 0)
+		return fail("a private glibc symbol weft needs is missing");
+	if (run_probe() != 0)
+		return fail("the probe glibc thread failed");
+	if (!probe_tid_ok || L.stackblock == NOT_FOUND ||
+	    L.result == NOT_FOUND || L.user_stack == NOT_FOUND ||
+	    L.robust_head == 0 || L.res >= L.tcb_size)
+		return fail("glibc's thread descriptor did not match the probe");
+	status = "ok";
+	return 1;
+}
+
+size_t host_tls_area_size(void)
+{
+	return L.tls_size;
+}
+
+size_t host_tls_align(void)
+{
+	return L.tls_align;
+}
+
+size_t host_tcb_size(void)
+{
+	return L.tcb_size;
+}
+
+volatile int *host_tid_word(char *tcb)
+{
+	return &FIELD(tcb, L.tid, int);
+}
+
+void host_set_tls_self(char *tcb, void *desc)
+{
+	FIELD(tcb, L.weft_self_tls, void *) = desc;
+}
+
+/* ------------------------------------------------------- thread start */
+
+static uint64_t fs_word(unsigned off)
+{
+	uint64_t v;
+
+	__asm__("mov %%fs:(%1), %0" : "=r"(v) : "r"((uintptr_t)off));
+	return v;
+}
+
+int host_tcb_prepare(char *tcb, char *block, size_t block_size)
+{
+	char *robust;
+
+	memset(tcb, 0, L.tcb_size);
+	/* H2: DTV + copies of every module's TLS image (also weft's own). */
+	if (!G.dl_allocate_tls(tcb))
+		return -ENOMEM;
+	/* H1: TP-relative code and stdio/abort lock owners use these. */
+	FIELD(tcb, TCB_OFF_TCB, void *) = tcb;
+	FIELD(tcb, TCB_OFF_SELF, void *) = tcb;
+	/* H3: x86 catomic_* and ld.so test the calling thread's flag. */
+	FIELD(tcb, TCB_OFF_MULTIPLE_THREADS, int) = 1;
+	/* H4: canary, pointer mangling key and CET state are per process. */
+	FIELD(tcb, TCB_OFF_STACK_GUARD, uint64_t) = fs_word(TCB_OFF_STACK_GUARD);
+	FIELD(tcb, TCB_OFF_POINTER_GUARD, uint64_t) = fs_word(TCB_OFF_POINTER_GUARD);
+	FIELD(tcb, TCB_OFF_FEATURE_1, uint32_t) = (uint32_t)fs_word(TCB_OFF_FEATURE_1);
+	/* P2: glibc's fork child unlinks and relinks this node; user_stack
+	   tells it never to cache our memory. */
+	FIELD(tcb, L.list, void *) = tcb + L.list;
+	FIELD(tcb, L.list + 8, void *) = tcb + L.list;
+	FIELD(tcb, L.user_stack, unsigned char) = 1;
+	/* P3: glibc's field is the thread's one robust list head (glibc's
+	   fork re-registers it in the child): empty circular list, futex
+	   offset from a mutex's list node to its lock word. */
+	robust = tcb + L.robust_head;
+	FIELD(robust, 0, void *) = robust;
+	FIELD(robust, 8, long) = -32;
+	FIELD(robust, 16, void *) = NULL;
+	FIELD(tcb, L.robust_head - 8, void *) = robust;
+	/* P6: alloca cut-off and stack bounds for the unwinder. */
+	FIELD(tcb, L.stackblock, char *) = block;
+	FIELD(tcb, L.stackblock_size, size_t) = block_size;
+	/* P4: the resolver state is per thread, in glibc's own field. */
+	FIELD(tcb, L.resp_tls, void *) = tcb + L.res;
+	return 0;
+}
+
+void host_malloc_state_install(char *tcb, const uintptr_t *words)
+{
+	for (int i = 0; i < L.malloc_words; i++)
+		FIELD(tcb, L.malloc_word[i], uintptr_t) = words[i];
+}
+
+void host_thread_begin(char *tcb)
+{
+	/* P7: sched_getcpu and rseq users read the area at __rseq_offset. */
+	if (__rseq_size > 0) {
+		uint32_t len = __rseq_size < 32 ? 32 : __rseq_size;
+		rseq_register(tcb + __rseq_offset, len);
+	} else {
+		FIELD(tcb, __rseq_offset + 4, uint32_t) = WEFT_RSEQ_CPU_FAILED;
+	}
+	/* P5: per-thread ctype table pointers for isalpha & co. */
+	G.ctype_init();
+	/* P3 */
+	sys_set_robust_list(tcb + L.robust_head, 24);
+}
+
+/* The bottom unwind buffer (glibc's cleanup ABI): glibc's pthread_exit
+   and cancellation unwind the stack until the innermost registered
+   buffer and jump into it; this one catches the end of the thread. */
+/* glibc's __sigsetjmp, typed for the 72-byte cancellation buffer, as
+   glibc's own pthread.h declares it for pthread_cleanup_push. */
+extern int sigsetjmp_cancel(void *buf, int savemask) __asm__("__sigsetjmp")
+	__attribute__((returns_twice, nothrow));
+
+__attribute__((noinline)) void *host_run_thread(void *(*fn)(void *), void *arg)
+{
+	__pthread_unwind_buf_t ub;
+	void *ret;
+
+	if (sigsetjmp_cancel(ub.__cancel_jmp_buf, 0))
+		return FIELD(tp(), L.result, void *);
+	__pthread_register_cancel(&ub);
+	ret = fn(arg);
+	__pthread_unregister_cancel(&ub);
+	return ret;
+}
+
+static void free_tcb_buffer(char *tcb, size_t off)
+{
+	if (off == NOT_FOUND)
+		return;
+	free(FIELD(tcb, off, void *));
+	FIELD(tcb, off, void *) = NULL;
+}
+
+void host_thread_end(char *tcb)
+{
+	res_state rs;
+
+	/* S3: C++ thread_local destructors, in glibc's order (first). */
+	G.call_tls_dtors();
+	/* S4, the reachable part of __libc_thread_freeres: dlerror state (a
+	   second call frees it), resolver sockets, strerror/strsignal
+	   buffers (P8). */
+	dlerror();
+	dlerror();
+	rs = __res_state();
+	if (rs->nscount != 0)
+		res_nclose(rs);
+	free_tcb_buffer(tcb, L.strerror_buf);
+	free_tcb_buffer(tcb, L.strsignal_buf);
+}
+
+void host_tls_release(char *tcb)
+{
+	G.dl_deallocate_tls(tcb, 0);
+}
+
+/* S4, the unreachable part: the malloc thread cache and arena binding.
+   Instead of leaking them, the dying thread hands them to the next thread
+   weft creates; nothing uses them in between. */
+int host_malloc_state_take(char *tcb, uintptr_t *words)
+{
+	int any = 0;
+
+	for (int i = 0; i < L.malloc_words; i++) {
+		words[i] = FIELD(tcb, L.malloc_word[i], uintptr_t);
+		FIELD(tcb, L.malloc_word[i], uintptr_t) = 0;
+		any |= words[i] != 0;
+	}
+	return any;
+}
+
+int host_nthreads_add(int delta)
+{
+	return (int)__atomic_add_fetch(G.nptl_nthreads, delta, __ATOMIC_ACQ_REL);
+}
+
+void host_fork_child(char *tcb)
+{
+	void **node = (void **)(tcb + L.list);
+	void **next = node[0], **prev = node[1];
+
+	/* glibc's child (reclaim_stacks) put us on its user-stack list; leave
+	   it, since glibc must never touch our memory. */
+	next[1] = prev;
+	prev[0] = next;
+	node[0] = node[1] = node;
+}
+
+int host_register_atfork(void (*prepare)(void), void (*parent)(void),
+			 void (*child)(void))
+{
+	return G.register_atfork(prepare, parent, child, &__dso_handle);
+}
+
+int host_at_thread_exit(void (*fn)(void *), void *arg)
+{
+	return G.cxa_thread_atexit_impl(fn, arg, &__dso_handle);
+}

@@ -1,0 +1,103 @@
+/* The glibc host adapter: the one module that knows glibc's private
+   layout.  weft's threads are made with a raw clone, but every ordinary
+   glibc function must keep working inside them, so each new thread gets
+   a TCB that glibc accepts as its own (see docs/glibc-host.md and
+   ../shared/design/glibc-host.md for the obligations H1-H4, P1-P8,
+   G1-G4, S1-S6 referred to below).
+
+   Everything glibc-specific goes through this interface; the thread
+   core sees only opaque TCB pointers and sizes. */
+#ifndef WEFT_HOST_GLIBC_H
+#define WEFT_HOST_GLIBC_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include "../core/thread.h"
+
+/* glibc's own implementations, for forwarding (fallback mode, threads
+   weft did not create) and for the engine weft delegates to. */
+struct host_real {
+	int (*pthread_create)(pthread_t *, const pthread_attr_t *,
+			      void *(*)(void *), void *);
+	int (*pthread_join)(pthread_t, void **);
+	int (*pthread_tryjoin_np)(pthread_t, void **);
+	int (*pthread_timedjoin_np)(pthread_t, void **, const struct timespec *);
+	int (*pthread_clockjoin_np)(pthread_t, void **, clockid_t,
+				    const struct timespec *);
+	int (*pthread_detach)(pthread_t);
+	pthread_t (*pthread_self)(void);
+	void (*pthread_exit)(void *) __attribute__((noreturn));
+	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
+	int (*pthread_kill)(pthread_t, int);
+	int (*pthread_sigqueue)(pthread_t, int, const union sigval);
+	int (*pthread_cancel)(pthread_t);
+	int (*pthread_setschedparam)(pthread_t, int, const struct sched_param *);
+	int (*pthread_getschedparam)(pthread_t, int *, struct sched_param *);
+	int (*pthread_setschedprio)(pthread_t, int);
+	int (*pthread_setaffinity_np)(pthread_t, size_t, const cpu_set_t *);
+	int (*pthread_getaffinity_np)(pthread_t, size_t, cpu_set_t *);
+	int (*pthread_setname_np)(pthread_t, const char *);
+	int (*pthread_getname_np)(pthread_t, char *, size_t);
+	int (*pthread_getcpuclockid)(pthread_t, clockid_t *);
+	size_t (*confstr)(int, char *, size_t);
+};
+extern struct host_real host_real;
+
+/* Start-up.  Resolves glibc's symbols, checks the running glibc, makes
+   one glibc thread to switch glibc to multi-threaded mode and to probe
+   the layout.  Returns 1 when weft can serve threads, 0 when every call
+   must be forwarded to glibc (the reason is in host_status()). */
+int host_init(void);
+const char *host_status(void);
+const char *host_glibc_version(void);
+
+/* Geometry of a thread's TLS area: the static TLS blocks plus glibc's
+   struct pthread, which sits at the top (thread pointer = its start). */
+size_t host_tls_area_size(void);
+size_t host_tls_align(void);
+size_t host_tcb_size(void);
+
+/* Before clone: prepare the TCB at `tcb` (inside the area) for a thread
+   whose whole stack block is [block, block + block_size).  Allocates the
+   DTV and copies every module's TLS image.  Returns 0 or -ENOMEM. */
+int host_tcb_prepare(char *tcb, char *block, size_t block_size);
+volatile int *host_tid_word(char *tcb);
+/* Writes the `words` of libc malloc state into the new thread's TLS. */
+void host_malloc_state_install(char *tcb, const uintptr_t *words);
+
+/* In the new thread, before any user code. */
+void host_thread_begin(char *tcb);
+/* Runs fn(arg) above a bottom unwind buffer, so that glibc's
+   pthread_exit and cancellation unwind back here.  Returns fn's value,
+   or the thread's exit value when it was unwound. */
+void *host_run_thread(void *(*fn)(void *), void *arg);
+/* At the end of the thread: C++ thread_local destructors and the libc
+   per-thread state glibc would free (what is reachable). */
+void host_thread_end(char *tcb);
+/* Last steps: release the DTV and dynamic TLS, then move the libc malloc
+   state out of the thread's TLS into `words` (for the next thread).
+   Returns 1 if state was taken.  No libc call may follow. */
+void host_tls_release(char *tcb);
+int host_malloc_state_take(char *tcb, uintptr_t *words);
+
+/* glibc's live-thread count (G4); returns the new value. */
+int host_nthreads_add(int delta);
+
+/* In a fork child, for the surviving thread: leave glibc's thread list
+   (glibc's fork put the thread there, P2). */
+void host_fork_child(char *tcb);
+
+/* Offset of libweft's own TLS variable `weft_tls_self` from TP. */
+void host_set_tls_self(char *tcb, void *desc);
+
+/* Registers fork handlers with glibc (prepare, parent, child). */
+int host_register_atfork(void (*prepare)(void), void (*parent)(void),
+			 void (*child)(void));
+
+/* Registers a function to run when the calling (adopted) thread exits. */
+int host_at_thread_exit(void (*fn)(void *), void *arg);
+
+#endif

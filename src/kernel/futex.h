@@ -1,0 +1,46 @@
+/* Futex wrappers.  A futex is a 32-bit word in user memory on which the
+   kernel lets threads sleep until another thread changes it and calls
+   wake.  "private" futexes are keyed by (mm, address) and cheaper; they
+   must not be used for words shared between processes, nor for the
+   CLONE_CHILD_CLEARTID word, which the kernel wakes with a shared wake.
+
+   Deadlines are absolute, on CLOCK_MONOTONIC or CLOCK_REALTIME, through
+   FUTEX_WAIT_BITSET (plain FUTEX_WAIT takes a relative timeout, which
+   would drift across retries).  */
+#ifndef WEFT_KERNEL_FUTEX_H
+#define WEFT_KERNEL_FUTEX_H
+
+#include <linux/futex.h>
+#include <time.h>
+#include "syscall.h"
+
+#define WEFT_FUTEX_SHARED 0
+#define WEFT_FUTEX_PRIVATE FUTEX_PRIVATE_FLAG
+
+static inline long futex_wait(volatile int *addr, int expect, int priv)
+{
+	return sys_call4(SYS_futex, addr, FUTEX_WAIT | priv, expect, NULL);
+}
+
+static inline long futex_wake(volatile int *addr, int n, int priv)
+{
+	return sys_call3(SYS_futex, addr, FUTEX_WAKE | priv, n);
+}
+
+/* Sleep while *addr == expect, until the absolute deadline `abstime`
+   (NULL: forever) on `clock` (CLOCK_MONOTONIC or CLOCK_REALTIME).
+   Returns 0 when woken (possibly spuriously), -EAGAIN when the word had
+   already changed, -ETIMEDOUT, -EINTR or -EINVAL. */
+long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
+		      const struct timespec *abstime, int priv);
+
+/* Wake up to `nwake` waiters of addr and move up to `nmove` others to
+   wait on addr2 instead, provided *addr still equals `expect`. */
+static inline long futex_cmp_requeue(volatile int *addr, int nwake, int nmove,
+				     volatile int *addr2, int expect, int priv)
+{
+	return sys_call6(SYS_futex, addr, FUTEX_CMP_REQUEUE | priv, nwake,
+			 (long)nmove, addr2, expect);
+}
+
+#endif

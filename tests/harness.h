@@ -1,0 +1,140 @@
+/* Test harness shared by every test program.
+
+   A test is one program, built twice by the Makefile: linked against
+   libweft (`-lweft` before libc) and plain (run with LD_PRELOAD).  It
+   exits 0 on success; on failure it prints what it expected and what it
+   got, and exits 1.  Every test first proves that weft serves it:
+   WEFT_REQUIRE() fails unless libweft is loaded and active, and
+   CHECK_WEFT_THREAD() (called inside a created thread) fails unless the
+   thread was made by weft's pthread_create. */
+#ifndef WEFT_TEST_HARNESS_H
+#define WEFT_TEST_HARNESS_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <weft.h>
+
+/* Weak so that the plain build links without libweft; LD_PRELOAD then
+   supplies them at run time. */
+#pragma weak weft_active
+#pragma weak weft_self_is_weft
+#pragma weak weft_self_origin
+#pragma weak weft_get_stats
+
+static int harness_failures;
+
+/* Formats a CHECK message into a per-thread buffer. */
+static inline const char *harness_fmt(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static inline const char *harness_fmt(const char *fmt, ...)
+{
+	static __thread char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+/* Safe to use from several threads at once: the message is written
+   under the stdio lock and the failure count is updated atomically. */
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		flockfile(stderr);                                             \
+		fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);          \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fputc('\n', stderr);                                           \
+		funlockfile(stderr);                                           \
+		__atomic_fetch_add(&harness_failures, 1, __ATOMIC_RELAXED);    \
+	} while (0)
+
+/* Compare two integers; on mismatch report both. */
+#define CHECK_EQ(got, want)                                                    \
+	do {                                                                   \
+		long long g_ = (long long)(got), w_ = (long long)(want);       \
+		if (g_ != w_)                                                  \
+			FAIL("%s: expected %lld (%s), got %lld", #got, w_,    \
+			     #want, g_);                                       \
+	} while (0)
+
+/* An error-number result: names both values. */
+#define CHECK_ERR(got, want)                                                   \
+	do {                                                                   \
+		int g_ = (got), w_ = (want);                                   \
+		if (g_ != w_)                                                  \
+			FAIL("%s: expected %d (%s), got %d (%s)", #got, w_,   \
+			     strerror(w_), g_, strerror(g_));                  \
+	} while (0)
+
+/* CHECK(cond, fmt, ...): on failure names the condition, then the
+   message (fmt with its arguments). */
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			FAIL("%s: %s", #cond, harness_fmt(__VA_ARGS__));      \
+	} while (0)
+
+/* Fatal variants: stop the test at once. */
+#define REQUIRE(cond, ...)                                                     \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			FAIL(__VA_ARGS__);                                     \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+static inline void weft_require_active(const char *file, int line)
+{
+	if (!weft_active || !weft_active()) {
+		fprintf(stderr,
+			"%s:%d: FAIL: expected libweft loaded and active, got %s\n",
+			file, line,
+			weft_active ? "weft inactive (glibc fallback)"
+				    : "no libweft in the process");
+		exit(1);
+	}
+}
+#define WEFT_REQUIRE() weft_require_active(__FILE__, __LINE__)
+
+/* Inside a thread the test created: it must be a weft-made thread. */
+#define CHECK_WEFT_THREAD()                                                    \
+	do {                                                                   \
+		int o_ = weft_self_origin ? weft_self_origin() : -1;           \
+		if (o_ != WEFT_THREAD_CREATED)                                 \
+			FAIL("thread origin: expected %d (created by weft), " \
+			     "got %d",                                         \
+			     WEFT_THREAD_CREATED, o_);                         \
+	} while (0)
+
+#define TEST_DONE()                                                            \
+	do {                                                                   \
+		if (harness_failures) {                                        \
+			fprintf(stderr, "%d check(s) failed\n",                \
+				harness_failures);                             \
+			return 1;                                              \
+		}                                                              \
+		return 0;                                                      \
+	} while (0)
+
+/* Resident set size in KiB, from /proc/self/status. */
+static inline long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+#endif
