@@ -6,6 +6,7 @@
 # Shell tests (tests/t_*.sh) get the mode as their first argument.
 # A single test: tests/run.sh NAME ...   Time limit per run: WEFT_TEST_TIMEOUT (s).
 set -u
+shopt -s nullglob
 cd "$(dirname "$0")/.."
 root=$(pwd)
 lib="$root/build/libweft.so"

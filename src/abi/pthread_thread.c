@@ -1,5 +1,5 @@
 /* Thread life-cycle entry points: pthread_create, _exit, _join (and the
-   try/timed/clock variants), _detach, _self, _equal. */
+   try/timed/clock variants), _detach, _self (pthread_equal is in pthread_equal.c). */
 #include <errno.h>
 #include <time.h>
 
@@ -104,9 +104,4 @@ WEFT_EXPORT pthread_t pthread_self(void)
 	if (!weft_serving())
 		return host_real.pthread_self();
 	return (pthread_t)weft_self()->handle;
-}
-
-WEFT_EXPORT int pthread_equal(pthread_t a, pthread_t b)
-{
-	return a == b;
 }

@@ -46,6 +46,8 @@ static void fork_child(void)
 {
 	struct weft_thread *self = weft_tls_self;
 
+	/* <weft.h> promises counters "since fork" in a child. */
+	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
 	stack_cache_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);
 	if (self && self->origin == WEFT_ORIGIN_CREATED)
