@@ -23,8 +23,12 @@ WEFT_EXPORT void pthread_exit(void *value)
 		/* The main thread ends through glibc's own start-up frame,
 		   which keeps the process alive while other threads run
 		   (they are counted in __nptl_nthreads). */
-		if (self->origin == WEFT_ORIGIN_MAIN)
+		if (self->origin == WEFT_ORIGIN_MAIN) {
 			self->result = value;
+			/* glibc's main-thread path knows only glibc's keys.
+			   (These run before the cleanup handlers here.) */
+			tsd_run_destructors(self);
+		}
 	}
 	/* glibc's engine runs the cleanup handlers and C++ destructors by
 	   unwinding to the thread's bottom frame (host_run_thread). */

@@ -63,7 +63,6 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 	t->join_state = (t->attr_flags & GATTR_DETACHSTATE) ? WEFT_DETACHED
 							    : WEFT_JOINABLE;
 	if (registry_add(t) != 0) {
-		host_tls_release(t->tcb);
 		stack_release(t);
 		return EAGAIN;
 	}
@@ -85,7 +84,6 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 		host_nthreads_add(-1);
 		sys_sigprocmask(SIG_SETMASK, &old, NULL);
 		registry_remove(t);
-		host_tls_release(t->tcb);
 		stack_release(t);
 		return EAGAIN;
 	}

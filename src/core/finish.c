@@ -1,8 +1,8 @@
 /* How a thread dies, and who reclaims it.
 
    The thread itself runs the exit duties (thread_local destructors,
-   libc's per-thread state), gives back its TLS and hands its malloc
-   state to the descriptor, then decides with one compare-and-swap on
+   thread-specific data destructors, libc's per-thread state) and hands its malloc state to the
+   descriptor, then decides with one compare-and-swap on
    join_state who reclaims the descriptor and mapping:
 
      JOINABLE -> EXITING   a later join or detach reclaims it
@@ -37,16 +37,24 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	ksigset_t all = ~(ksigset_t)0;
 	int s = WEFT_JOINABLE;
 
-	host_thread_end(t->tcb);
+	host_call_tls_dtors();
+	tsd_run_destructors(t);
+	host_libc_freeres(t->tcb);
 	/* G4: glibc's count of live threads; the last one ends the process
 	   the way returning from main would (atexit handlers run). */
 	if (host_nthreads_add(-1) == 0)
 		exit(0);
-	/* From here on no handler may run: TLS is going away. */
-	sys_sigprocmask(SIG_BLOCK, &all, NULL);
-	t->tls_released = 1;
-	host_tls_release(t->tcb);
 	t->has_malloc_state = host_malloc_state_take(t->tcb, t->malloc_state);
+	/* The DTV of a weft-mapped block is given back by whoever reuses or
+	   unmaps the block (stack.c), so TLS stays valid to the end.  A user
+	   stack may be freed by its owner as soon as the thread is gone, so
+	   that thread gives its DTV back itself, with no handler able to
+	   run on the half-released TLS. */
+	if (!t->map_base) {
+		sys_sigprocmask(SIG_BLOCK, &all, NULL);
+		t->tls_released = 1;
+		host_tls_release(t->tcb);
+	}
 	if (!__atomic_compare_exchange_n(&t->join_state, &s, WEFT_EXITING, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
 	    s == WEFT_DETACHED)

@@ -24,13 +24,19 @@ static void fork_parent(void)
 /* A thread that existed in the parent but not in the child. */
 static void drop_in_child(struct weft_thread *t)
 {
+	/* Its thread-specific values are gone with it (no destructors run,
+	   as POSIX says), but the blocks holding them are our memory. */
+	for (size_t b = 0; b < t->tsd_nblocks; b++)
+		free(t->tsd_blocks[b]);
+	free(t->tsd_blocks);
+	t->tsd_blocks = NULL;
+	t->tsd_nblocks = 0;
 	switch (t->origin) {
 	case WEFT_ORIGIN_CREATED:
-		if (!t->tls_released) {
-			host_tls_release(t->tcb);
+		/* Its TLS is released when the block is reused or unmapped. */
+		if (!t->has_malloc_state)
 			t->has_malloc_state =
 				host_malloc_state_take(t->tcb, t->malloc_state);
-		}
 		*t->tidp = 0;
 		stack_release(t);
 		break;
@@ -49,6 +55,7 @@ static void fork_child(void)
 	/* <weft.h> promises counters "since fork" in a child. */
 	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
 	stack_cache_reset_in_child();
+	tsd_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);
 	if (self && self->origin == WEFT_ORIGIN_CREATED)
 		host_fork_child(self->tcb);

@@ -18,6 +18,7 @@ static void adopted_exit(void *p)
 
 	/* Joins and detaches of adopted threads are glibc's business (they
 	   are forwarded with the TCB), so nobody else holds `t`. */
+	tsd_run_destructors(t);
 	weft_tls_self = NULL;
 	thread_reclaim(t);
 }

@@ -131,6 +131,15 @@ static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
 	t->stack_size = (size_t)((char *)t - t->stack_lo);
 }
 
+/* The DTV and dynamic TLS of the block's last thread, once it is gone. */
+static void release_tls(struct weft_thread *t)
+{
+	if (!t->tls_released) {
+		t->tls_released = 1;
+		host_tls_release(t->tcb);
+	}
+}
+
 static struct weft_thread *cache_take(size_t map_size, size_t guard)
 {
 	struct weft_thread **pp, *t = NULL;
@@ -148,6 +157,8 @@ static struct weft_thread *cache_take(size_t map_size, size_t guard)
 		}
 	}
 	weft_unlock(&cache_lock);
+	if (t)
+		release_tls(t);
 	return t;
 }
 
@@ -217,6 +228,7 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 	init_descriptor(t, tcb, lo, guard);
 	take_pooled_state(t);
 	if (host_tcb_prepare(tcb, lo, size) != 0) {
+		t->tls_released = 1; /* nothing was allocated */
 		stack_release(t);
 		*err = EAGAIN;
 		return NULL;
@@ -259,15 +271,17 @@ void stack_release(struct weft_thread *t)
 {
 	struct weft_thread *victims;
 
-	weft_lock(&cache_lock);
 	if (!t->map_base) {
 		/* A user stack may be freed by its owner once the thread is
 		   reclaimed: keep only the malloc state. */
+		release_tls(t);
+		weft_lock(&cache_lock);
 		if (t->has_malloc_state)
 			pool_put(t->malloc_state);
 		weft_unlock(&cache_lock);
 		return;
 	}
+	weft_lock(&cache_lock);
 	t->cache_next = cache_head;
 	cache_head = t;
 	cache_bytes += t->map_size;
@@ -277,6 +291,7 @@ void stack_release(struct weft_thread *t)
 		struct weft_thread *v = victims;
 
 		victims = v->cache_next;
+		release_tls(v);
 		sys_munmap(v->map_base, v->map_size);
 		WEFT_COUNT(stacks_unmapped);
 	}

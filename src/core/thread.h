@@ -44,6 +44,13 @@ enum weft_join_state {
    one (glibc 2.36 has two: tcache and thread_arena). */
 #define WEFT_MALLOC_WORDS 4
 
+/* Thread-specific data values kept inline in the descriptor (tsd.c). */
+#define WEFT_TSD_INLINE 32
+struct weft_tsd_value {
+	uintptr_t seq; /* the key's sequence when the value was stored */
+	void *value;
+};
+
 struct weft_thread {
 	uint64_t handle;     /* the pthread_t value, see registry.c */
 	char *tcb;	     /* glibc's struct pthread, = thread pointer */
@@ -72,6 +79,11 @@ struct weft_thread {
 	int tls_released;    /* the thread gave back its DTV (fork child) */
 
 	struct weft_thread *cache_next; /* stack cache list */
+
+	/* Thread-specific data: keys 0..31 inline, others in blocks. */
+	struct weft_tsd_value tsd_inline[WEFT_TSD_INLINE];
+	struct weft_tsd_value **tsd_blocks;
+	size_t tsd_nblocks;
 };
 
 /* The calling thread's descriptor (NULL before adoption).  Initial-exec
@@ -133,6 +145,14 @@ static inline int weft_serving(void)
 		weft_init_slow();
 	return weft_is_active;
 }
+
+/* --- tsd.c: thread-specific data ------------------------------------ */
+int tsd_key_create(pthread_key_t *key, void (*destr)(void *));
+int tsd_key_delete(pthread_key_t key);
+void *tsd_get(pthread_key_t key);
+int tsd_set(pthread_key_t key, const void *value);
+void tsd_run_destructors(struct weft_thread *t);
+void tsd_reset_in_child(void);
 
 /* --- stats -------------------------------------------------------------- */
 struct weft_counters {

@@ -121,6 +121,10 @@ static void resolve_real(void)
 	REAL(pthread_getname_np, "GLIBC_2.34");
 	REAL(pthread_getcpuclockid, "GLIBC_2.34");
 	REAL(confstr, "GLIBC_2.2.5");
+	REAL(pthread_key_create, "GLIBC_2.34");
+	REAL(pthread_key_delete, "GLIBC_2.34");
+	REAL(pthread_getspecific, "GLIBC_2.34");
+	REAL(pthread_setspecific, "GLIBC_2.34");
 #undef REAL
 }
 
@@ -464,12 +468,16 @@ static void free_tcb_buffer(char *tcb, size_t off)
 	FIELD(tcb, off, void *) = NULL;
 }
 
-void host_thread_end(char *tcb)
+/* S3: C++ thread_local destructors (first, in glibc's order). */
+void host_call_tls_dtors(void)
+{
+	G.call_tls_dtors();
+}
+
+void host_libc_freeres(char *tcb)
 {
 	res_state rs;
 
-	/* S3: C++ thread_local destructors, in glibc's order (first). */
-	G.call_tls_dtors();
 	/* S4, the reachable part of __libc_thread_freeres: dlerror state (a
 	   second call frees it), resolver sockets, strerror/strsignal
 	   buffers (P8). */

@@ -43,6 +43,10 @@ struct host_real {
 	int (*pthread_getname_np)(pthread_t, char *, size_t);
 	int (*pthread_getcpuclockid)(pthread_t, clockid_t *);
 	size_t (*confstr)(int, char *, size_t);
+	int (*pthread_key_create)(pthread_key_t *, void (*)(void *));
+	int (*pthread_key_delete)(pthread_key_t);
+	void *(*pthread_getspecific)(pthread_key_t);
+	int (*pthread_setspecific)(pthread_key_t, const void *);
 };
 extern struct host_real host_real;
 
@@ -74,9 +78,11 @@ void host_thread_begin(char *tcb);
    pthread_exit and cancellation unwind back here.  Returns fn's value,
    or the thread's exit value when it was unwound. */
 void *host_run_thread(void *(*fn)(void *), void *arg);
-/* At the end of the thread: C++ thread_local destructors and the libc
-   per-thread state glibc would free (what is reachable). */
-void host_thread_end(char *tcb);
+/* At the end of the thread, in glibc's order: C++ thread_local
+   destructors first, then (after thread-specific data) the libc
+   per-thread state glibc would free, as far as it is reachable. */
+void host_call_tls_dtors(void);
+void host_libc_freeres(char *tcb);
 /* Last steps: release the DTV and dynamic TLS, then move the libc malloc
    state out of the thread's TLS into `words` (for the next thread).
    Returns 1 if state was taken.  No libc call may follow. */

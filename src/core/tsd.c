@@ -1,0 +1,213 @@
+/* Thread-specific data (pthread_key_*).
+
+   A key is an index into a table of {sequence, destructor}.  The
+   sequence is odd while the key exists and advances on create and on
+   delete, so a value stored under a deleted key (and a reused index) is
+   recognised as stale without touching every thread: each per-thread
+   value records the sequence it was stored under.
+
+   Keys live in chunks of 256 allocated on demand and never freed, so a
+   lookup needs no lock.  A thread's first 32 values are inline in its
+   descriptor; later ones in blocks of 32 allocated on first use. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock.h"
+#include "thread.h"
+
+#define KEYS_PER_CHUNK 256u
+#define KEY_CHUNKS 4096u /* 1,048,576 keys; PTHREAD_KEYS_MAX is 1024 */
+#define DESTRUCTOR_ITERATIONS 4 /* PTHREAD_DESTRUCTOR_ITERATIONS */
+
+struct key {
+	uintptr_t seq; /* odd: in use */
+	void (*destr)(void *);
+};
+
+static struct key *key_chunks[KEY_CHUNKS];
+static unsigned nkeys; /* indexes ever handed out */
+static unsigned free_hint;
+static weft_lock_t key_lock = WEFT_LOCK_INIT;
+
+static struct key *key_at(unsigned k)
+{
+	struct key *c;
+
+	if (k / KEYS_PER_CHUNK >= KEY_CHUNKS)
+		return NULL;
+	c = __atomic_load_n(&key_chunks[k / KEYS_PER_CHUNK], __ATOMIC_ACQUIRE);
+	return c ? &c[k % KEYS_PER_CHUNK] : NULL;
+}
+
+static int key_live(const struct key *k, uintptr_t *seq)
+{
+	*seq = k ? __atomic_load_n(&k->seq, __ATOMIC_ACQUIRE) : 0;
+	return *seq & 1;
+}
+
+int tsd_key_create(pthread_key_t *out, void (*destr)(void *))
+{
+	struct key *k = NULL;
+	unsigned i;
+
+	weft_lock(&key_lock);
+	/* Reuse a deleted index first, starting where the last search left. */
+	for (i = 0; i < nkeys; i++) {
+		unsigned j = (free_hint + i) % nkeys;
+
+		if (!(key_at(j)->seq & 1)) {
+			k = key_at(j);
+			i = j;
+			break;
+		}
+	}
+	if (!k) {
+		i = nkeys;
+		if (i / KEYS_PER_CHUNK >= KEY_CHUNKS) {
+			weft_unlock(&key_lock);
+			return EAGAIN;
+		}
+		if (!key_chunks[i / KEYS_PER_CHUNK]) {
+			struct key *c = calloc(KEYS_PER_CHUNK, sizeof *c);
+
+			if (!c) {
+				weft_unlock(&key_lock);
+				return EAGAIN;
+			}
+			__atomic_store_n(&key_chunks[i / KEYS_PER_CHUNK], c,
+					 __ATOMIC_RELEASE);
+		}
+		k = key_at(i);
+		nkeys++;
+	}
+	k->destr = destr;
+	__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELEASE);
+	free_hint = i + 1;
+	weft_unlock(&key_lock);
+	*out = i;
+	return 0;
+}
+
+int tsd_key_delete(pthread_key_t key)
+{
+	struct key *k = key < nkeys ? key_at(key) : NULL;
+	uintptr_t seq;
+	int err = EINVAL;
+
+	weft_lock(&key_lock);
+	if (key_live(k, &seq)) {
+		__atomic_store_n(&k->seq, seq + 1, __ATOMIC_RELEASE);
+		free_hint = key;
+		err = 0;
+	}
+	weft_unlock(&key_lock);
+	return err;
+}
+
+/* The calling thread's value slot for `key`; NULL when it has none and
+   `make` is 0 (or memory ran out). */
+static struct weft_tsd_value *slot(struct weft_thread *t, unsigned key,
+				   int make)
+{
+	unsigned b = key / WEFT_TSD_INLINE;
+
+	if (b == 0)
+		return &t->tsd_inline[key];
+	b--;
+	if (b >= t->tsd_nblocks) {
+		struct weft_tsd_value **nb;
+		size_t n = b + 1 > 2 * t->tsd_nblocks ? b + 1 : 2 * t->tsd_nblocks;
+
+		if (!make)
+			return NULL;
+		nb = realloc(t->tsd_blocks, n * sizeof *nb);
+		if (!nb)
+			return NULL;
+		memset(nb + t->tsd_nblocks, 0, (n - t->tsd_nblocks) * sizeof *nb);
+		t->tsd_blocks = nb;
+		t->tsd_nblocks = n;
+	}
+	if (!t->tsd_blocks[b]) {
+		if (!make)
+			return NULL;
+		t->tsd_blocks[b] = calloc(WEFT_TSD_INLINE, sizeof **t->tsd_blocks);
+		if (!t->tsd_blocks[b])
+			return NULL;
+	}
+	return &t->tsd_blocks[b][key % WEFT_TSD_INLINE];
+}
+
+void *tsd_get(pthread_key_t key)
+{
+	struct weft_tsd_value *v;
+	uintptr_t seq;
+
+	if (key >= nkeys || !key_live(key_at(key), &seq))
+		return NULL;
+	v = slot(weft_self(), key, 0);
+	return v && v->seq == seq ? v->value : NULL;
+}
+
+int tsd_set(pthread_key_t key, const void *value)
+{
+	struct weft_tsd_value *v;
+	uintptr_t seq;
+
+	if (key >= nkeys || !key_live(key_at(key), &seq))
+		return EINVAL;
+	v = slot(weft_self(), key, value != NULL);
+	if (!v)
+		return value ? ENOMEM : 0;
+	v->seq = seq;
+	v->value = (void *)value;
+	return 0;
+}
+
+/* One pass over a block of values; returns nonzero if a destructor ran. */
+static int destroy_block(struct weft_tsd_value *vals, unsigned first)
+{
+	int ran = 0;
+
+	for (unsigned i = 0; i < WEFT_TSD_INLINE; i++) {
+		struct weft_tsd_value *v = &vals[i];
+		struct key *k;
+		void *value = v->value;
+		uintptr_t seq;
+
+		if (!value)
+			continue;
+		v->value = NULL;
+		k = key_at(first + i);
+		if (key_live(k, &seq) && seq == v->seq && k->destr) {
+			k->destr(value);
+			ran = 1;
+		}
+	}
+	return ran;
+}
+
+/* At thread exit: POSIX's destructor rounds, then the value blocks go. */
+void tsd_run_destructors(struct weft_thread *t)
+{
+	for (int round = 0; round < DESTRUCTOR_ITERATIONS; round++) {
+		int ran = destroy_block(t->tsd_inline, 0);
+
+		for (size_t b = 0; b < t->tsd_nblocks; b++)
+			if (t->tsd_blocks[b])
+				ran |= destroy_block(t->tsd_blocks[b],
+						     (unsigned)(b + 1) * WEFT_TSD_INLINE);
+		if (!ran)
+			break;
+	}
+	for (size_t b = 0; b < t->tsd_nblocks; b++)
+		free(t->tsd_blocks[b]);
+	free(t->tsd_blocks);
+	t->tsd_blocks = NULL;
+	t->tsd_nblocks = 0;
+}
+
+void tsd_reset_in_child(void)
+{
+	weft_lock_reset(&key_lock);
+}
