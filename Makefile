@@ -54,7 +54,7 @@ bin/weft: tools/weft.c include/weft.h $(B)/libweft.so
 TEST_C    := $(wildcard tests/t_*.c)
 TEST_CXX  := $(wildcard tests/t_*.cpp)
 TEST_NAMES := $(notdir $(basename $(TEST_C) $(TEST_CXX)))
-TEST_LIBS := $(B)/tests/libtlsmod.so
+TEST_LIBS := $(B)/tests/libtlsmod.so $(B)/tests/libietls.so
 TEST_BINS := $(foreach n,$(TEST_NAMES),$(B)/tests/linked/$(n) $(B)/tests/preload/$(n))
 TEST_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iinclude -Itests -pthread
 LINK_WEFT := -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,$(abspath $(B))

@@ -55,6 +55,10 @@ WEFT_EXPORT void weft_print_info(int fd)
 	dprintf(fd, "host: %s\n", host_status());
 	dprintf(fd, "mode: %s\n",
 		active ? "serving" : "forwarding to glibc");
+	if (active)
+		dprintf(fd, "glibc thread list: %s\n",
+			host_threads_listed() ? "member (set*id, dlopen TLS reach weft threads)"
+					      : "not a member (unknown setxid_futex offset)");
 	dprintf(fd, "tunables:\n");
 	dprintf(fd, "  WEFT_STACK_CACHE=%zu (bytes of dead threads' stacks kept; "
 		    "default %lu)\n",

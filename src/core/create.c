@@ -76,11 +76,13 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 	if (ga && ga->extension && ga->extension->sigmask_set)
 		t->sigmask = *(const ksigset_t *)&ga->extension->sigmask;
 	host_nthreads_add(1);
+	host_list_add(t->tcb);
 	/* From here a detached thread may finish and reclaim itself at any
 	   moment: `t` must not be touched once clone succeeded. */
 	rc = weft_clone(WEFT_CLONE_THREAD_FLAGS, (char *)t, (int *)t->tidp,
 			(int *)t->tidp, t->tcb, thread_entry, t);
 	if (rc < 0) {
+		host_list_del(t->tcb);
 		host_nthreads_add(-1);
 		sys_sigprocmask(SIG_SETMASK, &old, NULL);
 		registry_remove(t);

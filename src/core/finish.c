@@ -44,6 +44,7 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	   the way returning from main would (atexit handlers run). */
 	if (host_nthreads_add(-1) == 0)
 		exit(0);
+	host_thread_unlist(t->tcb);
 	t->has_malloc_state = host_malloc_state_take(t->tcb, t->malloc_state);
 	/* The DTV of a weft-mapped block is given back by whoever reuses or
 	   unmaps the block (stack.c), so TLS stays valid to the end.  A user

@@ -20,6 +20,7 @@
 #include "glibc.h"
 #include "attr_layout.h"
 #include "../kernel/rseq.h"
+#include "../kernel/futex.h"
 #include "../kernel/syscall.h"
 
 struct host_real host_real;
@@ -42,6 +43,7 @@ static struct {
 	size_t tid, list, report_events; /* from libthread_db descriptors */
 	size_t res, robust_head, stackblock, stackblock_size; /* probed */
 	size_t result, user_stack, strerror_buf, strsignal_buf;
+	size_t cancelhandling, setxid_futex; /* for list membership */
 	ptrdiff_t resp_tls;	 /* __resp TLS variable, from TP */
 	ptrdiff_t weft_self_tls; /* weft_tls_self, from TP */
 	size_t tls_size, tls_align;
@@ -60,7 +62,15 @@ static struct {
 	int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void),
 			       void *);
 	int (*cxa_thread_atexit_impl)(void (*)(void *), void *, void *);
+	/* glibc's thread lists in _rtld_global (NULL: not a member). */
+	void **stack_user;	 /* list_t {next, prev} */
+	uintptr_t *in_flight;	 /* _dl_in_flight_stack */
+	volatile int *list_lock; /* _dl_stack_cache_lock */
 } G;
+
+/* Bits of glibc's cancelhandling word (stable 2.34 ... master). */
+#define CH_EXITING 0x10
+#define CH_SETXID 0x40
 
 extern void *__dso_handle;
 
@@ -166,12 +176,145 @@ static int resolve_private(void *libc)
 	    db_offset(libc, "_thread_db_pthread_list", &L.list) ||
 	    db_offset(libc, "_thread_db_pthread_report_events", &L.report_events))
 		return -1;
+	if (db_offset(libc, "_thread_db_pthread_cancelhandling", &L.cancelhandling))
+		return -1;
 	L.resp_tls = resp - tp();
 	L.weft_self_tls = (char *)&weft_tls_self - tp();
 	G.dl_get_tls_static_info(&L.tls_size, &L.tls_align);
 	if (L.tls_align < 64)
 		L.tls_align = 64;
 	return 0;
+}
+
+/* Membership of glibc's list of user-stack threads (dl_stack_user) makes
+   glibc treat weft threads like its own where it walks its lists: the
+   set*id broadcast (setuid & co. change every thread's credentials),
+   static TLS of modules dlopen()ed later, and the loader's wait for
+   threads inside lazy binding.  The list heads are described by
+   libthread_db; the lock and in-flight word follow them in
+   _rtld_global (used, user, cache, cache_actsize, in_flight, lock) in
+   2.34 ... master, and setxid_futex has no descriptor: its offset is a
+   fact of the glibc build, checked against the descriptor size. */
+static const struct {
+	const char *release;
+	size_t tcb_size, setxid_futex;
+} setxid_table[] = {
+	{"2.36", 2368, 1564}, /* Debian 12 */
+};
+
+static void resolve_lists(void *libc)
+{
+	char *rtld = dlvsym(RTLD_DEFAULT, "_rtld_global", "GLIBC_PRIVATE");
+	size_t used, user;
+
+	if (!rtld ||
+	    db_offset(libc, "_thread_db_rtld_global__dl_stack_used", &used) ||
+	    db_offset(libc, "_thread_db_rtld_global__dl_stack_user", &user) ||
+	    user != used + 16)
+		return;
+	for (size_t i = 0; i < sizeof setxid_table / sizeof *setxid_table; i++)
+		if (strcmp(setxid_table[i].release, gnu_get_libc_version()) == 0 &&
+		    setxid_table[i].tcb_size == L.tcb_size)
+			L.setxid_futex = setxid_table[i].setxid_futex;
+	if (!L.setxid_futex)
+		return;
+	G.stack_user = (void **)(rtld + user);
+	G.in_flight = (uintptr_t *)(rtld + used + 56);
+	G.list_lock = (volatile int *)(rtld + used + 64);
+}
+
+/* glibc's low-level lock: 0 free, 1 taken, 2 taken with waiters. */
+static void glibc_lock(volatile int *l)
+{
+	int c = 0;
+
+	if (__atomic_compare_exchange_n(l, &c, 1, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return;
+	while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
+		futex_wait(l, 2, WEFT_FUTEX_PRIVATE);
+}
+
+static void glibc_unlock(volatile int *l)
+{
+	if (__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2)
+		futex_wake(l, 1, WEFT_FUTEX_PRIVATE);
+}
+
+/* List edits announce themselves in dl_in_flight_stack, which glibc's
+   fork child uses to repair a list a forking thread was editing. */
+static void list_add_listed(char *tcb)
+{
+	void **node = (void **)(tcb + L.list), **head = G.stack_user;
+
+	glibc_lock(G.list_lock);
+	*G.in_flight = (uintptr_t)node | 1;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	node[0] = head[0];
+	node[1] = head;
+	((void **)head[0])[1] = node;
+	head[0] = node;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*G.in_flight = 0;
+	glibc_unlock(G.list_lock);
+}
+
+static void list_unlink(void **node)
+{
+	void **next = node[0], **prev = node[1];
+
+	next[1] = prev;
+	prev[0] = next;
+	node[0] = node[1] = node;
+}
+
+static void list_del_listed(char *tcb)
+{
+	void **node = (void **)(tcb + L.list);
+
+	glibc_lock(G.list_lock);
+	*G.in_flight = (uintptr_t)node;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	list_unlink(node);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*G.in_flight = 0;
+	glibc_unlock(G.list_lock);
+}
+
+int host_threads_listed(void)
+{
+	return G.stack_user != NULL;
+}
+
+void host_list_add(char *tcb)
+{
+	if (!G.stack_user)
+		return;
+	/* -1: "not started yet"; a set*id call waits for the thread. */
+	FIELD(tcb, L.setxid_futex, int) = -1;
+	list_add_listed(tcb);
+}
+
+void host_list_del(char *tcb)
+{
+	if (G.stack_user)
+		list_del_listed(tcb);
+}
+
+/* The thread stops taking part in set*id broadcasts, finishing one that
+   is under way (glibc's own exit handshake), and leaves the list. */
+void host_thread_unlist(char *tcb)
+{
+	volatile int *ch = &FIELD(tcb, L.cancelhandling, int);
+	volatile int *sf = &FIELD(tcb, L.setxid_futex, int);
+
+	if (!G.stack_user)
+		return;
+	__atomic_fetch_or(ch, CH_EXITING, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(ch, __ATOMIC_ACQUIRE) & CH_SETXID)
+		futex_wait(sf, 0, WEFT_FUTEX_PRIVATE);
+	*sf = 0;
+	list_del_listed(tcb);
 }
 
 /* ------------------------------------------------------------- probe */
@@ -337,6 +480,7 @@ int host_init(void)
 		return fail("a private glibc symbol weft needs is missing");
 	if (run_probe() != 0)
 		return fail("the probe glibc thread failed");
+	resolve_lists(libc);
 	if (!probe_tid_ok || L.stackblock == NOT_FOUND ||
 	    L.result == NOT_FOUND || L.user_stack == NOT_FOUND ||
 	    L.robust_head == 0 || L.res >= L.tcb_size)
@@ -437,6 +581,11 @@ void host_thread_begin(char *tcb)
 	G.ctype_init();
 	/* P3 */
 	sys_set_robust_list(tcb + L.robust_head, 24);
+	/* Started: a set*id call may now signal us (it waits for this). */
+	if (G.stack_user &&
+	    __atomic_exchange_n(&FIELD(tcb, L.setxid_futex, int), 0,
+				__ATOMIC_ACQ_REL) == -2)
+		futex_wake(&FIELD(tcb, L.setxid_futex, int), 1, WEFT_FUTEX_PRIVATE);
 }
 
 /* The bottom unwind buffer (glibc's cleanup ABI): glibc's pthread_exit
@@ -517,14 +666,11 @@ int host_nthreads_add(int delta)
 
 void host_fork_child(char *tcb)
 {
-	void **node = (void **)(tcb + L.list);
-	void **next = node[0], **prev = node[1];
-
-	/* glibc's child (reclaim_stacks) put us on its user-stack list; leave
-	   it, since glibc must never touch our memory. */
-	next[1] = prev;
-	prev[0] = next;
-	node[0] = node[1] = node;
+	/* glibc's child (reclaim_stacks) re-initialised its lists with only
+	   the forking thread, on dl_stack_user since user_stack is set.  A
+	   listed weft thread stays there; otherwise it must leave. */
+	if (!G.stack_user)
+		list_unlink((void **)(tcb + L.list));
 }
 
 int host_register_atfork(void (*prepare)(void), void (*parent)(void),

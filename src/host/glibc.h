@@ -89,6 +89,13 @@ void host_libc_freeres(char *tcb);
 void host_tls_release(char *tcb);
 int host_malloc_state_take(char *tcb, uintptr_t *words);
 
+/* Membership of glibc's thread list (see glibc.c): add before clone,
+   unlist at the end of the thread, del when clone failed. */
+int host_threads_listed(void);
+void host_list_add(char *tcb);
+void host_list_del(char *tcb);
+void host_thread_unlist(char *tcb);
+
 /* glibc's live-thread count (G4); returns the new value. */
 int host_nthreads_add(int delta);
 
