@@ -177,3 +177,14 @@ WEFT_EXPORT int pthread_attr_getscope(const pthread_attr_t *a, int *scope)
 							   : PTHREAD_SCOPE_SYSTEM;
 	return 0;
 }
+
+WEFT_EXPORT int pthread_getattr_default_np(pthread_attr_t *a)
+{
+	thread_default_attr_get(a);
+	return 0;
+}
+
+WEFT_EXPORT int pthread_setattr_default_np(const pthread_attr_t *a)
+{
+	return thread_default_attr_set(a);
+}

@@ -1,13 +1,57 @@
 /* How a thread is born (docs/lifecycle.md has the whole story). */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 
 #include "../host/attr_layout.h"
 #include "../host/glibc.h"
 #include "../kernel/clone.h"
+#include "lock.h"
 #include "thread.h"
 
 static int thread_entry(void *p) __attribute__((noreturn));
+
+/* pthread_setattr_default_np: what a thread created without attributes
+   gets (stack size, guard, detach state, scheduling fields). */
+static struct glibc_attr default_attr = {.guardsize = 4096};
+static int default_attr_changed;
+static weft_lock_t default_lock = WEFT_LOCK_INIT;
+
+void thread_default_attr_get(pthread_attr_t *out)
+{
+	struct glibc_attr *ga = gattr(out);
+
+	weft_lock(&default_lock);
+	*ga = default_attr;
+	weft_unlock(&default_lock);
+	ga->stacksize = stack_default_size();
+}
+
+int thread_default_attr_set(const pthread_attr_t *in)
+{
+	const struct glibc_attr *ga = gattr_c(in);
+	int policy = ga->schedpolicy;
+
+	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR)
+		return EINVAL;
+	if (ga->schedparam.sched_priority > 0 &&
+	    (ga->schedparam.sched_priority < sched_get_priority_min(policy) ||
+	     ga->schedparam.sched_priority > sched_get_priority_max(policy)))
+		return EINVAL;
+	if (ga->stacksize != 0 && ga->stacksize < (size_t)PTHREAD_STACK_MIN)
+		return EINVAL;
+	if (ga->flags & GATTR_STACKADDR)
+		return EINVAL; /* one stack can't serve every thread */
+	weft_lock(&default_lock);
+	default_attr = *ga;
+	default_attr.extension = NULL; /* affinity/sigmask defaults: later */
+	default_attr.stacksize = 0;
+	default_attr_changed = 1;
+	if (ga->stacksize)
+		stack_set_default_size(ga->stacksize);
+	weft_unlock(&default_lock);
+	return 0;
+}
 
 /* First code of the new thread, on its own stack, TP already set, all
    signals blocked (S1). */
@@ -43,12 +87,19 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 		  void *(*start)(void *), void *arg)
 {
 	const struct glibc_attr *ga = attr ? gattr_c(attr) : NULL;
+	struct glibc_attr defaults;
 	struct weft_stack_request req;
 	struct weft_thread *t;
 	ksigset_t all = ~(ksigset_t)0, old;
 	long rc;
 	int err = 0;
 
+	if (!ga && __atomic_load_n(&default_attr_changed, __ATOMIC_ACQUIRE)) {
+		weft_lock(&default_lock);
+		defaults = default_attr;
+		weft_unlock(&default_lock);
+		ga = &defaults;
+	}
 	request_from_attr(ga, &req);
 	if (req.user_top && req.user_size < (size_t)PTHREAD_STACK_MIN)
 		return EINVAL;
