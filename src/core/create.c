@@ -120,22 +120,24 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 	host_set_tls_self(t->tcb, t);
 	*out = (pthread_t)t->handle;
 
+	/* On glibc's list before signals are blocked: a set*id call holding
+	   the list lock waits for this thread to answer SIGSETXID. */
+	host_list_add(t->tcb);
+	host_nthreads_add(1);
 	/* S1: no handler may run in the new thread before it is set up; it
 	   restores the creator's mask (or the attribute's) itself. */
 	sys_sigprocmask(SIG_BLOCK, &all, &old);
 	t->sigmask = old;
 	if (ga && ga->extension && ga->extension->sigmask_set)
 		t->sigmask = *(const ksigset_t *)&ga->extension->sigmask;
-	host_nthreads_add(1);
-	host_list_add(t->tcb);
 	/* From here a detached thread may finish and reclaim itself at any
 	   moment: `t` must not be touched once clone succeeded. */
 	rc = weft_clone(WEFT_CLONE_THREAD_FLAGS, (char *)t, (int *)t->tidp,
 			(int *)t->tidp, t->tcb, thread_entry, t);
 	if (rc < 0) {
+		sys_sigprocmask(SIG_SETMASK, &old, NULL);
 		host_list_del(t->tcb);
 		host_nthreads_add(-1);
-		sys_sigprocmask(SIG_SETMASK, &old, NULL);
 		registry_remove(t);
 		stack_release(t);
 		return EAGAIN;

@@ -45,20 +45,29 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	if (host_nthreads_add(-1) == 0)
 		exit(0);
 	host_thread_unlist(t->tcb);
-	t->has_malloc_state = host_malloc_state_take(t->tcb, t->malloc_state);
-	/* The DTV of a weft-mapped block is given back by whoever reuses or
-	   unmaps the block (stack.c), so TLS stays valid to the end.  A user
-	   stack may be freed by its owner as soon as the thread is gone, so
-	   that thread gives its DTV back itself, with no handler able to
-	   run on the half-released TLS. */
+	/* A user stack may be freed by its owner as soon as the thread is
+	   gone, so that thread gives its DTV back itself, with no handler
+	   able to run on the half-released TLS, and its malloc state must
+	   be in the descriptor before a detach can reclaim it.  The DTV of
+	   a weft-mapped block is given back by whoever reuses or unmaps the
+	   block (stack.c), so its TLS stays valid to the end. */
 	if (!t->map_base) {
 		sys_sigprocmask(SIG_BLOCK, &all, NULL);
 		t->tls_released = 1;
 		host_tls_release(t->tcb);
+		t->has_malloc_state =
+			host_malloc_state_take(t->tcb, t->malloc_state);
 	}
 	if (!__atomic_compare_exchange_n(&t->join_state, &s, WEFT_EXITING, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
 	    s == WEFT_DETACHED)
 		thread_reclaim(t);
+	/* Last: reclaiming may free memory (the stack cache trims other
+	   blocks), and those frees must land in the cache handed on, not
+	   in a new one nobody owns.  Nobody reads it before the kernel has
+	   cleared the tid word, which is after this. */
+	if (t->map_base)
+		t->has_malloc_state =
+			host_malloc_state_take(t->tcb, t->malloc_state);
 	sys_exit_thread(0);
 }
