@@ -53,14 +53,15 @@ int thread_default_attr_set(const pthread_attr_t *in)
 	return 0;
 }
 
-/* First code of the new thread, on its own stack, TP already set, all
-   signals blocked (S1). */
+/* First code of the new thread, on its own stack, with TP, TLS and
+   everything a signal handler could use already in place. */
 static int thread_entry(void *p)
 {
 	struct weft_thread *t = p;
 
 	host_thread_begin(t->tcb);
-	sys_sigprocmask(SIG_SETMASK, &t->sigmask, NULL);
+	if (t->set_sigmask)
+		sys_sigprocmask(SIG_SETMASK, &t->sigmask, NULL);
 	t->result = host_run_thread(t->start, t->arg);
 	thread_finish(t);
 }
@@ -92,7 +93,7 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 	struct weft_thread *t;
 	ksigset_t all = ~(ksigset_t)0, old;
 	long rc;
-	int err = 0;
+	int err = 0, set_mask = 0;
 
 	if (!ga && __atomic_load_n(&default_attr_changed, __ATOMIC_ACQUIRE)) {
 		weft_lock(&default_lock);
@@ -124,25 +125,33 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 	   the list lock waits for this thread to answer SIGSETXID. */
 	host_list_add(t->tcb);
 	host_nthreads_add(1);
-	/* S1: no handler may run in the new thread before it is set up; it
-	   restores the creator's mask (or the attribute's) itself. */
-	sys_sigprocmask(SIG_BLOCK, &all, &old);
-	t->sigmask = old;
-	if (ga && ga->extension && ga->extension->sigmask_set)
+	/* S1, done differently: glibc blocks every signal around clone so
+	   that no handler runs on a half-built thread, and pays three
+	   system calls for it.  A weft thread is complete before clone (TLS,
+	   TCB, ctype tables, rseq marked unregistered, weft_tls_self), so it
+	   simply inherits the creator's mask, as POSIX asks.  Only a thread
+	   that must start with another mask (pthread_attr_setsigmask_np)
+	   starts with everything blocked and installs that mask itself. */
+	if (ga && ga->extension && ga->extension->sigmask_set) {
+		sys_sigprocmask(SIG_BLOCK, &all, &old);
 		t->sigmask = *(const ksigset_t *)&ga->extension->sigmask;
+		t->set_sigmask = set_mask = 1;
+	}
 	/* From here a detached thread may finish and reclaim itself at any
 	   moment: `t` must not be touched once clone succeeded. */
 	rc = weft_clone(WEFT_CLONE_THREAD_FLAGS, (char *)t, (int *)t->tidp,
 			(int *)t->tidp, t->tcb, thread_entry, t);
 	if (rc < 0) {
-		sys_sigprocmask(SIG_SETMASK, &old, NULL);
+		if (set_mask)
+			sys_sigprocmask(SIG_SETMASK, &old, NULL);
 		host_list_del(t->tcb);
 		host_nthreads_add(-1);
 		registry_remove(t);
 		stack_release(t);
 		return EAGAIN;
 	}
-	sys_sigprocmask(SIG_SETMASK, &old, NULL);
+	if (set_mask)
+		sys_sigprocmask(SIG_SETMASK, &old, NULL);
 	WEFT_COUNT(created);
 	return 0;
 }

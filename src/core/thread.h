@@ -61,7 +61,8 @@ struct weft_thread {
 	int join_state;	     /* enum weft_join_state, atomic */
 	int origin;	     /* enum weft_origin */
 	uint32_t slot;	     /* registry slot */
-	ksigset_t sigmask;   /* signal mask the new thread starts with */
+	ksigset_t sigmask;   /* mask to install at start, if set_sigmask */
+	int set_sigmask;
 
 	/* The mapping (weft-made stacks only; map_base NULL otherwise). */
 	char *map_base;

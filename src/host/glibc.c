@@ -3,6 +3,7 @@
    static TLS information, and a probe glibc thread whose TCB we can read.
    Only what cannot be discovered is tied to the glibc version, and an
    unknown version switches weft into forwarding mode. */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
@@ -45,6 +46,7 @@ static struct {
 	size_t result, user_stack, strerror_buf, strsignal_buf;
 	size_t cancelhandling, setxid_futex; /* for list membership */
 	ptrdiff_t resp_tls;	 /* __resp TLS variable, from TP */
+	ptrdiff_t ctype_tls[3];	 /* libc's ctype table pointers, from TP */
 	ptrdiff_t weft_self_tls; /* weft_tls_self, from TP */
 	size_t tls_size, tls_align;
 	/* libc malloc's per-thread words (tcache, thread_arena), from TP */
@@ -179,6 +181,12 @@ static int resolve_private(void *libc)
 	if (db_offset(libc, "_thread_db_pthread_cancelhandling", &L.cancelhandling))
 		return -1;
 	L.resp_tls = resp - tp();
+	/* The public *_loc functions return the calling thread's TLS words
+	   that __ctype_init fills; their distance from TP is the same in
+	   every thread. */
+	L.ctype_tls[0] = (char *)__ctype_b_loc() - tp();
+	L.ctype_tls[1] = (char *)__ctype_toupper_loc() - tp();
+	L.ctype_tls[2] = (char *)__ctype_tolower_loc() - tp();
 	L.weft_self_tls = (char *)&weft_tls_self - tp();
 	G.dl_get_tls_static_info(&L.tls_size, &L.tls_align);
 	if (L.tls_align < 64)
@@ -559,6 +567,15 @@ int host_tcb_prepare(char *tcb, char *block, size_t block_size)
 	FIELD(tcb, L.stackblock_size, size_t) = block_size;
 	/* P4: the resolver state is per thread, in glibc's own field. */
 	FIELD(tcb, L.resp_tls, void *) = tcb + L.res;
+	/* The new thread may run a signal handler before its own start-up
+	   code (weft does not block signals around clone, see
+	   docs/lifecycle.md), so it must already be usable then:
+	   P5: the creator's ctype tables until the thread's own
+	   __ctype_init; P7: "not registered" until rseq registration, which
+	   makes sched_getcpu ask the kernel. */
+	for (int i = 0; i < 3; i++)
+		FIELD(tcb, L.ctype_tls[i], uintptr_t) = FIELD(tp(), L.ctype_tls[i], uintptr_t);
+	FIELD(tcb, __rseq_offset + 4, uint32_t) = WEFT_RSEQ_CPU_FAILED;
 	return 0;
 }
 
