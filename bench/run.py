@@ -379,7 +379,7 @@ set boxwidth 0.9
 set grid ytics
 set yrange [0:*]
 set format y '%.0s%c'
-set key top right
+set key top left
 set xtics rotate by -20 noenhanced
 set datafile missing 'NaN'
 plot {", ".join(plot_parts)}

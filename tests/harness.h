@@ -121,20 +121,43 @@ static inline void weft_require_active(const char *file, int line)
 		return 0;                                                      \
 	} while (0)
 
-/* Resident set size in KiB, from /proc/self/status. */
-static inline long rss_kib(void)
+/* A "Key: N kB" line of /proc/self/status, in KiB (-1 if absent). */
+static inline long proc_status_kib(const char *key)
 {
 	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
+	size_t n = strlen(key);
 	long v = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "VmRSS: %ld", &v) == 1)
+		if (strncmp(line, key, n) == 0 && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
 			break;
+		}
 	fclose(f);
 	return v;
+}
+
+/* Resident set size in KiB. */
+static inline long rss_kib(void)
+{
+	return proc_status_kib("VmRSS");
+}
+
+/* Number of mappings (lines of /proc/self/maps). */
+static inline int maps_count(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int c, n = 0;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
 }
 
 #endif

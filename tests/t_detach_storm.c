@@ -37,19 +37,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int count_maps(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	int c, n = 0;
-
-	if (!f)
-		return -1;
-	while ((c = getc(f)) != EOF)
-		n += c == '\n';
-	fclose(f);
-	return n;
-}
-
 static double now(void)
 {
 	struct timespec ts;
@@ -124,7 +111,7 @@ int main(void)
 		if (created == WARMUP) {
 			wait_all(created);
 			rss_warm = rss_kib();
-			maps_warm = count_maps();
+			maps_warm = maps_count();
 			heap_warm = mallinfo2().uordblks;
 		}
 		if ((i & 1023) == 0 && now() - t0 > TIME_LIMIT_S) {
@@ -135,7 +122,7 @@ int main(void)
 	}
 	wait_all(created);
 	long rss_end = rss_kib();
-	long maps_end = count_maps();
+	long maps_end = maps_count();
 	size_t heap_end = mallinfo2().uordblks;
 	double secs = now() - t0;
 

@@ -149,21 +149,6 @@ static void test_stale_esrch(void)
 
 /* ------------------------------------------------------ EAGAIN: RLIMIT_AS */
 
-static long vm_size_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "VmSize: %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 static void *small_worker(void *arg)
 {
 	if (weft_self_origin() != WEFT_THREAD_CREATED)
@@ -187,7 +172,7 @@ static int rlimit_as_child(int wfd, void *arg)
 	CHECK_ERR(pthread_attr_setstacksize(&big, 64 << 20), 0);
 	CHECK_ERR(pthread_attr_init(&small), 0);
 	CHECK_ERR(pthread_attr_setstacksize(&small, SMALL_STACK), 0);
-	long vm = vm_size_kib();
+	long vm = proc_status_kib("VmSize");
 	REQUIRE(vm > 0, "VmSize unreadable");
 	REQUIRE(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit");
 	lim = old;
