@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,5 +69,17 @@ static inline const char *bench_pthread_lib(void)
 	return "static-non-glibc"; /* e.g. musl-gcc -static */
 }
 #endif
+
+/* Thread attributes for a benchmark: default, or a stack of `stack`
+   bytes when stack > 0.  Dies on error. */
+static inline void bench_attr_init(pthread_attr_t *attr, long stack)
+{
+	int rc = pthread_attr_init(attr);
+
+	if (rc != 0)
+		bench_die("pthread_attr_init", rc);
+	if (stack > 0 && (rc = pthread_attr_setstacksize(attr, (size_t)stack)) != 0)
+		bench_die("pthread_attr_setstacksize", rc);
+}
 
 #endif

@@ -101,11 +101,8 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 
 	pthread_attr_t attr;
-	int rc = pthread_attr_init(&attr);
-	if (rc != 0)
-		bench_die("pthread_attr_init", rc);
-	if (stack > 0 && (rc = pthread_attr_setstacksize(&attr, (size_t)stack)) != 0)
-		bench_die("pthread_attr_setstacksize", rc);
+	int rc = 0;
+	bench_attr_init(&attr, stack);
 	if (detached) {
 		rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		if (rc != 0)
