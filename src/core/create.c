@@ -2,10 +2,13 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
+#include <time.h>
 
 #include "../host/attr_layout.h"
 #include "../host/glibc.h"
 #include "../kernel/clone.h"
+#include "../kernel/futex.h"
 #include "lock.h"
 #include "thread.h"
 
@@ -53,17 +56,105 @@ int thread_default_attr_set(const pthread_attr_t *in)
 	return 0;
 }
 
+/* The start gate: a thread whose attributes ask for scheduling or CPU
+   affinity waits before user code until its creator has applied them;
+   if the kernel refuses, the thread ends without running user code and
+   pthread_create reports the error (as glibc does). */
+enum { GATE_OPEN = 0, GATE_WAIT = 1, GATE_ABORT = 2 };
+
+static void *run_c11(void *p)
+{
+	struct weft_thread *t = p;
+	int (*fn)(void *) = (int (*)(void *))(void *)t->start;
+
+	return (void *)(intptr_t)fn(t->arg);
+}
+
 /* First code of the new thread, on its own stack, with TP, TLS and
    everything a signal handler could use already in place. */
 static int thread_entry(void *p)
 {
 	struct weft_thread *t = p;
+	int gate;
 
 	host_thread_begin(t->tcb);
+	while ((gate = __atomic_load_n(&t->start_gate, __ATOMIC_ACQUIRE)) == GATE_WAIT)
+		futex_wait(&t->start_gate, GATE_WAIT, WEFT_FUTEX_PRIVATE);
+	if (gate == GATE_ABORT)
+		thread_finish(t);
 	if (t->set_sigmask)
 		sys_sigprocmask(SIG_SETMASK, &t->sigmask, NULL);
-	t->result = host_run_thread(t->start, t->arg);
+	t->result = t->c11 ? host_run_thread(run_c11, t)
+			   : host_run_thread(t->start, t->arg);
 	thread_finish(t);
+}
+
+/* What the attribute asks the creator to apply to the new thread. */
+struct start_setup {
+	const cpu_set_t *cpuset;
+	size_t cpusetsize;
+	int explicit_sched;
+	int policy;
+	struct sched_param param;
+};
+
+static int wants_setup(const struct glibc_attr *ga, struct start_setup *s)
+{
+	memset(s, 0, sizeof *s);
+	if (!ga)
+		return 0;
+	if (ga->extension && ga->extension->cpuset) {
+		s->cpuset = ga->extension->cpuset;
+		s->cpusetsize = ga->extension->cpusetsize;
+	}
+	if (ga->flags & GATTR_NOTINHERITSCHED) {
+		/* What the attribute leaves unset comes from the creator. */
+		s->explicit_sched = 1;
+		s->policy = (ga->flags & GATTR_POLICY_SET)
+				    ? ga->schedpolicy
+				    : (int)sys_call1(SYS_sched_getscheduler, 0);
+		if (ga->flags & GATTR_SCHED_SET)
+			s->param = ga->schedparam;
+		else
+			sys_call2(SYS_sched_getparam, 0, &s->param);
+	}
+	return s->cpuset || s->explicit_sched;
+}
+
+static int apply_setup(int tid, const struct start_setup *s)
+{
+	long r;
+
+	if (s->cpuset) {
+		r = sys_call3(SYS_sched_setaffinity, tid, s->cpusetsize, s->cpuset);
+		if (r < 0)
+			return (int)-r;
+	}
+	if (s->explicit_sched) {
+		r = sys_call3(SYS_sched_setscheduler, tid, s->policy, &s->param);
+		if (r < 0)
+			return (int)-r;
+	}
+	return 0;
+}
+
+/* After clone: apply the setup, then let the thread run or end it. */
+static int finish_setup(struct weft_thread *t, int tid,
+			const struct start_setup *s)
+{
+	int err = apply_setup(tid, s);
+
+	if (err == 0) {
+		__atomic_store_n(&t->start_gate, GATE_OPEN, __ATOMIC_RELEASE);
+		futex_wake(&t->start_gate, 1, WEFT_FUTEX_PRIVATE);
+		return 0;
+	}
+	/* The thread has not run user code; reap it like a join would. */
+	t->join_state = WEFT_JOINABLE;
+	__atomic_store_n(&t->start_gate, GATE_ABORT, __ATOMIC_RELEASE);
+	futex_wake(&t->start_gate, 1, WEFT_FUTEX_PRIVATE);
+	thread_join(t, NULL, CLOCK_REALTIME, NULL, 0);
+	return err;
 }
 
 static void request_from_attr(const struct glibc_attr *ga,
@@ -84,16 +175,17 @@ static void request_from_attr(const struct glibc_attr *ga,
 	}
 }
 
-int thread_create(pthread_t *out, const pthread_attr_t *attr,
-		  void *(*start)(void *), void *arg)
+static int create(pthread_t *out, const pthread_attr_t *attr,
+		  void *(*start)(void *), void *arg, int c11)
 {
 	const struct glibc_attr *ga = attr ? gattr_c(attr) : NULL;
 	struct glibc_attr defaults;
 	struct weft_stack_request req;
 	struct weft_thread *t;
+	struct start_setup setup;
 	ksigset_t all = ~(ksigset_t)0, old;
 	long rc;
-	int err = 0, set_mask = 0;
+	int err = 0, set_mask = 0, gated;
 
 	if (!ga && __atomic_load_n(&default_attr_changed, __ATOMIC_ACQUIRE)) {
 		weft_lock(&default_lock);
@@ -109,6 +201,9 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 		return err;
 	t->start = start;
 	t->arg = arg;
+	t->c11 = c11;
+	gated = wants_setup(ga, &setup);
+	t->start_gate = gated ? GATE_WAIT : GATE_OPEN;
 	t->origin = WEFT_ORIGIN_CREATED;
 	t->attr_flags = ga ? ga->flags : 0;
 	t->attr_stacksize = req.user_top ? req.user_size : req.stacksize;
@@ -152,6 +247,19 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 	}
 	if (set_mask)
 		sys_sigprocmask(SIG_SETMASK, &old, NULL);
+	if (gated && (err = finish_setup(t, (int)rc, &setup)) != 0)
+		return err;
 	WEFT_COUNT(created);
 	return 0;
+}
+
+int thread_create(pthread_t *out, const pthread_attr_t *attr,
+		  void *(*start)(void *), void *arg)
+{
+	return create(out, attr, start, arg, 0);
+}
+
+int thread_create_c11(pthread_t *out, int (*start)(void *), void *arg)
+{
+	return create(out, NULL, (void *(*)(void *))(void *)start, arg, 1);
 }

@@ -63,6 +63,8 @@ struct weft_thread {
 	uint32_t slot;	     /* registry slot */
 	ksigset_t sigmask;   /* mask to install at start, if set_sigmask */
 	int set_sigmask;
+	int start_gate;	     /* futex: GATE_* while the creator sets it up */
+	int c11;	     /* start is a C11 thrd_start_t (returns int) */
 
 	/* The mapping (weft-made stacks only; map_base NULL otherwise). */
 	char *map_base;
@@ -128,6 +130,8 @@ void stack_set_default_size(size_t);
 /* --- lifecycle ---------------------------------------------------------- */
 int thread_create(pthread_t *out, const pthread_attr_t *attr,
 		  void *(*start)(void *), void *arg);
+/* C11 thrd_create: `start` is really int (*)(void *). */
+int thread_create_c11(pthread_t *out, int (*start)(void *), void *arg);
 int thread_join(struct weft_thread *t, void **result, int clock,
 		const struct timespec *abstime, int try_only);
 int thread_detach(struct weft_thread *t);

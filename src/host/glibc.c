@@ -137,6 +137,7 @@ static void resolve_real(void)
 	REAL(pthread_key_delete, "GLIBC_2.34");
 	REAL(pthread_getspecific, "GLIBC_2.34");
 	REAL(pthread_setspecific, "GLIBC_2.34");
+	REAL(thrd_create, "GLIBC_2.34");
 #undef REAL
 }
 

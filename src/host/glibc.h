@@ -47,6 +47,7 @@ struct host_real {
 	int (*pthread_key_delete)(pthread_key_t);
 	void *(*pthread_getspecific)(pthread_key_t);
 	int (*pthread_setspecific)(pthread_key_t, const void *);
+	int (*thrd_create)(unsigned long *, int (*)(void *), void *);
 };
 extern struct host_real host_real;
 
