@@ -162,6 +162,27 @@ static struct weft_thread *cache_take(size_t map_size, size_t guard)
 	return t;
 }
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
+#endif
+
+/* Guard pages.  Linux 6.13+ can mark pages as guards in the page tables
+   (MADV_GUARD_INSTALL): no PROT_NONE mapping of their own, so a thread
+   costs one entry of the process's mapping table (vm.max_map_count,
+   65530 by default) instead of two, and neighbouring blocks may even
+   merge.  Older kernels refuse the advice; then mprotect as usual. */
+static int guard_by_advice = 1;
+
+static int install_guard(char *base, size_t guard)
+{
+	if (__atomic_load_n(&guard_by_advice, __ATOMIC_RELAXED)) {
+		if (sys_madvise(base, guard, MADV_GUARD_INSTALL) == 0)
+			return 0;
+		__atomic_store_n(&guard_by_advice, 0, __ATOMIC_RELAXED);
+	}
+	return sys_mprotect(base, guard, PROT_NONE) == 0 ? 0 : -1;
+}
+
 static struct weft_thread *map_new(size_t map_size, size_t guard, int *err)
 {
 	char *base, *tcb;
@@ -174,7 +195,7 @@ static struct weft_thread *map_new(size_t map_size, size_t guard, int *err)
 		*err = EAGAIN;
 		return NULL;
 	}
-	if (guard && sys_mprotect(base, guard, PROT_NONE) != 0) {
+	if (guard && install_guard(base, guard) != 0) {
 		sys_munmap(base, map_size);
 		*err = EAGAIN;
 		return NULL;

@@ -11,7 +11,7 @@
            +---------------------------+ <- initial stack pointer
            | stack, grows down         |
            +---------------------------+
-           | guard page(s), PROT_NONE  |
+           | guard page(s), no access  |
      low   +---------------------------+ map_base
 
    A thread on a user-supplied stack has the same layout inside the
