@@ -26,7 +26,10 @@
 #define MIN_STACK_LEFT 4096UL /* stack left after TLS and descriptor */
 
 static weft_lock_t cache_lock = WEFT_LOCK_INIT;
-static struct weft_thread *cache_head; /* most recently released first */
+/* Most recently released at the head (warm, reused first), oldest at
+   the tail (trimmed first), so both ends are found without a walk in the
+   usual case: the lock is held for a few instructions. */
+static struct weft_thread *cache_head, *cache_tail;
 static size_t cache_bytes;
 
 /* Malloc states whose mapping was unmapped, waiting for a new thread. */
@@ -140,26 +143,51 @@ static void release_tls(struct weft_thread *t)
 	}
 }
 
+static void cache_push(struct weft_thread *t)
+{
+	t->cache_prev = NULL;
+	t->cache_next = cache_head;
+	if (cache_head)
+		cache_head->cache_prev = t;
+	else
+		cache_tail = t;
+	cache_head = t;
+	cache_bytes += t->map_size;
+}
+
+static void cache_unlink(struct weft_thread *c)
+{
+	if (c->cache_prev)
+		c->cache_prev->cache_next = c->cache_next;
+	else
+		cache_head = c->cache_next;
+	if (c->cache_next)
+		c->cache_next->cache_prev = c->cache_prev;
+	else
+		cache_tail = c->cache_prev;
+	cache_bytes -= c->map_size;
+}
+
+static int block_dead(const struct weft_thread *c)
+{
+	return __atomic_load_n(c->tidp, __ATOMIC_ACQUIRE) == 0;
+}
+
 static struct weft_thread *cache_take(size_t map_size, size_t guard)
 {
-	struct weft_thread **pp, *t = NULL;
+	struct weft_thread *c;
 
 	weft_lock(&cache_lock);
-	for (pp = &cache_head; *pp; pp = &(*pp)->cache_next) {
-		struct weft_thread *c = *pp;
-
+	for (c = cache_head; c; c = c->cache_next)
 		if (c->map_size == map_size && c->guard_size == guard &&
-		    __atomic_load_n(c->tidp, __ATOMIC_ACQUIRE) == 0) {
-			*pp = c->cache_next;
-			cache_bytes -= c->map_size;
-			t = c;
+		    block_dead(c)) {
+			cache_unlink(c);
 			break;
 		}
-	}
 	weft_unlock(&cache_lock);
-	if (t)
-		release_tls(t);
-	return t;
+	if (c)
+		release_tls(c);
+	return c;
 }
 
 #ifndef MADV_GUARD_INSTALL
@@ -263,23 +291,19 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 }
 
 /* Must hold cache_lock.  Detaches the oldest dead mappings until the
-   cache fits its bound again; returns them as a list to unmap. */
+   cache fits its bound again; returns them as a list (through
+   cache_next) to unmap after the lock is dropped. */
 static struct weft_thread *cache_trim(void)
 {
-	struct weft_thread *victims = NULL;
+	struct weft_thread *victims = NULL, *v;
 	size_t limit = weft_tunables.stack_cache_bytes;
 
 	while (cache_bytes > limit) {
-		struct weft_thread **pp, **oldest_dead = NULL;
-
-		for (pp = &cache_head; *pp; pp = &(*pp)->cache_next)
-			if (__atomic_load_n((*pp)->tidp, __ATOMIC_ACQUIRE) == 0)
-				oldest_dead = pp;
-		if (!oldest_dead)
+		for (v = cache_tail; v && !block_dead(v); v = v->cache_prev)
+			;
+		if (!v)
 			break; /* the rest are still exiting */
-		struct weft_thread *v = *oldest_dead;
-		*oldest_dead = v->cache_next;
-		cache_bytes -= v->map_size;
+		cache_unlink(v);
 		if (v->has_malloc_state)
 			pool_put(v->malloc_state);
 		v->cache_next = victims;
@@ -303,9 +327,7 @@ void stack_release(struct weft_thread *t)
 		return;
 	}
 	weft_lock(&cache_lock);
-	t->cache_next = cache_head;
-	cache_head = t;
-	cache_bytes += t->map_size;
+	cache_push(t);
 	victims = cache_trim();
 	weft_unlock(&cache_lock);
 	while (victims) {

@@ -81,7 +81,7 @@ struct weft_thread {
 	int has_malloc_state;
 	int tls_released;    /* the thread gave back its DTV (fork child) */
 
-	struct weft_thread *cache_next; /* stack cache list */
+	struct weft_thread *cache_next, *cache_prev; /* stack cache list */
 
 	/* Thread-specific data: keys 0..31 inline, others in blocks. */
 	struct weft_tsd_value tsd_inline[WEFT_TSD_INLINE];
