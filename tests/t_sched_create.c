@@ -96,6 +96,19 @@ int main(void)
 		CHECK_EQ(s.prio, 3);
 	}
 
+	/* The default attributes take the same policies as any attribute. */
+	{
+		pthread_attr_t d;
+		pthread_attr_init(&d);
+		CHECK_ERR(pthread_attr_setschedpolicy(&d, SCHED_BATCH), 0);
+		CHECK_ERR(pthread_setattr_default_np(&d), 0);
+		CHECK_ERR(pthread_attr_setschedpolicy(&d, 12345), EINVAL);
+		pthread_attr_destroy(&d);
+		pthread_attr_init(&d);
+		CHECK_ERR(pthread_setattr_default_np(&d), 0);
+		pthread_attr_destroy(&d);
+	}
+
 	/* Refused: an affinity of a CPU that does not exist -> EINVAL. */
 	{
 		cpu_set_t none;

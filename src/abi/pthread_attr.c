@@ -130,10 +130,7 @@ WEFT_EXPORT int pthread_attr_getschedparam(const pthread_attr_t *a,
 
 WEFT_EXPORT int pthread_attr_setschedpolicy(pthread_attr_t *a, int policy)
 {
-	/* Linux's policies (glibc accepts only the first three; a thread can
-	   be started in any of them with weft). */
-	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
-	    policy != SCHED_BATCH && policy != SCHED_IDLE)
+	if (!gattr_policy_valid(policy))
 		return EINVAL;
 	gattr(a)->schedpolicy = policy;
 	gattr(a)->flags |= GATTR_POLICY_SET;

@@ -35,7 +35,7 @@ int thread_default_attr_set(const pthread_attr_t *in)
 	const struct glibc_attr *ga = gattr_c(in);
 	int policy = ga->schedpolicy;
 
-	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR)
+	if (!gattr_policy_valid(policy))
 		return EINVAL;
 	if (ga->schedparam.sched_priority > 0 &&
 	    (ga->schedparam.sched_priority < sched_get_priority_min(policy) ||

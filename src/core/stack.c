@@ -211,29 +211,22 @@ static int install_guard(char *base, size_t guard)
 	return sys_mprotect(base, guard, PROT_NONE) == 0 ? 0 : -1;
 }
 
-static struct weft_thread *map_new(size_t map_size, size_t guard, int *err)
+/* A fresh block with its guard; returns its base or NULL. */
+static char *map_new(size_t map_size, size_t guard)
 {
-	char *base, *tcb;
-	struct weft_thread *t;
+	char *base = sys_mmap(NULL, map_size, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK |
+				      MAP_NORESERVE,
+			      -1, 0);
 
-	base = sys_mmap(NULL, map_size, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
-			-1, 0);
-	if (sys_mmap_failed(base)) {
-		*err = EAGAIN;
+	if (sys_mmap_failed(base))
 		return NULL;
-	}
 	if (guard && install_guard(base, guard) != 0) {
 		sys_munmap(base, map_size);
-		*err = EAGAIN;
 		return NULL;
 	}
-	t = lay_out(base, map_size, guard, &tcb);
-	t->has_malloc_state = 0;
-	t->map_base = base;
-	t->map_size = map_size;
 	WEFT_COUNT(stacks_mapped);
-	return t;
+	return base;
 }
 
 struct weft_thread *stack_acquire(const struct weft_stack_request *req,
@@ -268,11 +261,18 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 		t = cache_take(size, guard);
 		if (t) {
 			WEFT_COUNT(stacks_reused);
-		} else if (!(t = map_new(size, guard, err))) {
-			return NULL;
+			lo = t->map_base;
+			lay_out(lo, size, guard, &tcb);
+		} else {
+			if (!(lo = map_new(size, guard))) {
+				*err = EAGAIN;
+				return NULL;
+			}
+			/* fresh memory is zero: no malloc state */
+			t = lay_out(lo, size, guard, &tcb);
+			t->map_base = lo;
+			t->map_size = size;
 		}
-		lo = t->map_base;
-		lay_out(lo, size, guard, &tcb);
 	}
 	init_descriptor(t, tcb, lo, guard);
 	take_pooled_state(t);

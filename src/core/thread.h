@@ -79,7 +79,7 @@ struct weft_thread {
 	   mapping, or by this thread at exit; see host/glibc.c. */
 	uintptr_t malloc_state[WEFT_MALLOC_WORDS];
 	int has_malloc_state;
-	int tls_released;    /* the thread gave back its DTV (fork child) */
+	int tls_released;    /* DTV given back (stack.c, finish.c) */
 
 	struct weft_thread *cache_next, *cache_prev; /* stack cache list */
 

@@ -42,6 +42,14 @@ struct glibc_attr_extension {
 _Static_assert(sizeof(struct glibc_attr) <= sizeof(pthread_attr_t),
 	       "glibc_attr must fit in pthread_attr_t");
 
+/* The policies a thread can be given: Linux's (glibc's attributes accept
+   only the first three). */
+static inline int gattr_policy_valid(int policy)
+{
+	return policy == SCHED_OTHER || policy == SCHED_FIFO ||
+	       policy == SCHED_RR || policy == SCHED_BATCH || policy == SCHED_IDLE;
+}
+
 static inline struct glibc_attr *gattr(pthread_attr_t *a)
 {
 	return (struct glibc_attr *)a;

@@ -525,14 +525,6 @@ void host_set_tls_self(char *tcb, void *desc)
 
 /* ------------------------------------------------------- thread start */
 
-static uint64_t fs_word(unsigned off)
-{
-	uint64_t v;
-
-	__asm__("mov %%fs:(%1), %0" : "=r"(v) : "r"((uintptr_t)off));
-	return v;
-}
-
 int host_tcb_prepare(char *tcb, char *block, size_t block_size)
 {
 	char *robust;
@@ -547,9 +539,9 @@ int host_tcb_prepare(char *tcb, char *block, size_t block_size)
 	/* H3: x86 catomic_* and ld.so test the calling thread's flag. */
 	FIELD(tcb, TCB_OFF_MULTIPLE_THREADS, int) = 1;
 	/* H4: canary, pointer mangling key and CET state are per process. */
-	FIELD(tcb, TCB_OFF_STACK_GUARD, uint64_t) = fs_word(TCB_OFF_STACK_GUARD);
-	FIELD(tcb, TCB_OFF_POINTER_GUARD, uint64_t) = fs_word(TCB_OFF_POINTER_GUARD);
-	FIELD(tcb, TCB_OFF_FEATURE_1, uint32_t) = (uint32_t)fs_word(TCB_OFF_FEATURE_1);
+	FIELD(tcb, TCB_OFF_STACK_GUARD, uint64_t) = FIELD(tp(), TCB_OFF_STACK_GUARD, uint64_t);
+	FIELD(tcb, TCB_OFF_POINTER_GUARD, uint64_t) = FIELD(tp(), TCB_OFF_POINTER_GUARD, uint64_t);
+	FIELD(tcb, TCB_OFF_FEATURE_1, uint32_t) = FIELD(tp(), TCB_OFF_FEATURE_1, uint32_t);
 	/* P2: glibc's fork child unlinks and relinks this node; user_stack
 	   tells it never to cache our memory. */
 	FIELD(tcb, L.list, void *) = tcb + L.list;

@@ -84,16 +84,6 @@ static inline long sys_get_robust_list(int tid, void **head, size_t *len)
 	return sys_call3(SYS_get_robust_list, tid, head, len);
 }
 
-static inline long sys_sched_yield(void)
-{
-	return sys_call0(SYS_sched_yield);
-}
-
-static inline long sys_write(int fd, const void *buf, size_t n)
-{
-	return sys_call3(SYS_write, fd, buf, n);
-}
-
 static inline long sys_getrlimit(int res, void *rl)
 {
 	return sys_call4(SYS_prlimit64, 0, res, NULL, rl);
