@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <weft.h>
+#include <dlfcn.h>
 
 /* Weak so that the plain build links without libweft; LD_PRELOAD then
    supplies them at run time. */
@@ -100,6 +101,27 @@ static inline void weft_require_active(const char *file, int line)
 	}
 }
 #define WEFT_REQUIRE() weft_require_active(__FILE__, __LINE__)
+
+/* The program's calls to `name` must reach libweft, not libc: the
+   symbol the dynamic linker binds for the program lives in libweft. */
+static inline void weft_require_served(const char *name, const char *file,
+				       int line)
+{
+	void *p = dlsym(RTLD_DEFAULT, name);
+	Dl_info di;
+
+	if (!p || !dladdr(p, &di) || !di.dli_fname ||
+	    !strstr(di.dli_fname, "libweft")) {
+		fprintf(stderr,
+			"%s:%d: FAIL: expected %s served by libweft, got %s\n",
+			file, line, name,
+			!p ? "no such symbol"
+			   : (dladdr(p, &di) && di.dli_fname ? di.dli_fname
+							     : "unknown object"));
+		exit(1);
+	}
+}
+#define REQUIRE_SERVED(name) weft_require_served(#name, __FILE__, __LINE__)
 
 /* Inside a thread the test created: it must be a weft-made thread. */
 #define CHECK_WEFT_THREAD()                                                    \

@@ -13,6 +13,21 @@
 
 #define WEFT_EXPORT __attribute__((visibility("default")))
 
+/* glibc's own implementation of the exported function `name`, looked
+   up once and cached: what an entry point calls when weft is not serving
+   (fallback mode).  `name` must be declared (by a libc header) so that
+   the pointer gets its exact type. */
+#define GLIBC_FN(name)                                                         \
+	({                                                                     \
+		static __typeof__(&name) real_;                                \
+		__typeof__(&name) p_ = __atomic_load_n(&real_, __ATOMIC_RELAXED); \
+		if (!p_) {                                                     \
+			p_ = (__typeof__(&name))host_next_sym(#name, NULL);    \
+			__atomic_store_n(&real_, p_, __ATOMIC_RELAXED);        \
+		}                                                              \
+		p_;                                                            \
+	})
+
 /* Result of translating a pthread_t. */
 struct target {
 	struct weft_thread *t; /* weft-known thread, or NULL */

@@ -100,7 +100,7 @@ static char *tp(void)
 
 /* ------------------------------------------------------------ symbols */
 
-static void *next_sym(const char *name, const char *version)
+void *host_next_sym(const char *name, const char *version)
 {
 	void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
 
@@ -111,7 +111,7 @@ static void resolve_real(void)
 {
 	struct host_real *r = &host_real;
 
-#define REAL(field, ver) r->field = next_sym(#field, ver)
+#define REAL(field, ver) r->field = host_next_sym(#field, ver)
 	REAL(pthread_create, "GLIBC_2.34");
 	REAL(pthread_join, "GLIBC_2.34");
 	REAL(pthread_tryjoin_np, "GLIBC_2.34");

@@ -51,6 +51,11 @@ struct host_real {
 };
 extern struct host_real host_real;
 
+/* glibc's definition of `name` (the one weft's export hides): the given
+   symbol version if it exists, else the default one.  For the entry
+   points that are not in host_real; see GLIBC_FN in abi/export.h. */
+void *host_next_sym(const char *name, const char *version);
+
 /* Start-up.  Resolves glibc's symbols, checks the running glibc, makes
    one glibc thread to switch glibc to multi-threaded mode and to probe
    the layout.  Returns 1 when weft can serve threads, 0 when every call
