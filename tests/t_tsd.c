@@ -90,6 +90,11 @@ int main(void)
 	void *r;
 
 	WEFT_REQUIRE();
+	REQUIRE_SERVED(pthread_key_create);
+	REQUIRE_SERVED(pthread_getspecific);
+	REQUIRE_SERVED(pthread_setspecific);
+	REQUIRE_SERVED(pthread_key_delete);
+	REQUIRE_SERVED(tss_create);
 	CHECK_ERR(pthread_key_create(&k1, destroy_int), 0);
 	CHECK_ERR(pthread_key_create(&k2, destroy_int), 0);
 	CHECK(k1 != k2, "two keys share an index");
@@ -134,6 +139,31 @@ int main(void)
 	CHECK_ERR(pthread_create(&t[0], NULL, use_many, NULL), 0);
 	CHECK_ERR(pthread_join(t[0], &r), 0);
 	CHECK(r == NULL, "2000 keys in one thread: step %ld failed", (long)r);
+
+	/* The twins reach the same keys as the plain names. */
+	REQUIRE_SERVED(__pthread_key_create);
+	REQUIRE_SERVED(__pthread_getspecific);
+	REQUIRE_SERVED(__pthread_setspecific);
+	{
+		/* Compat symbols for old binaries: found by name at run time. */
+		int (*tw_create)(pthread_key_t *, void (*)(void *)) =
+			dlsym(RTLD_DEFAULT, "__pthread_key_create");
+		void *(*tw_get)(pthread_key_t) =
+			dlsym(RTLD_DEFAULT, "__pthread_getspecific");
+		int (*tw_set)(pthread_key_t, const void *) =
+			dlsym(RTLD_DEFAULT, "__pthread_setspecific");
+		pthread_key_t tw;
+
+		CHECK_ERR(tw_create(&tw, NULL), 0);
+		CHECK_ERR(pthread_setspecific(tw, (void *)7L), 0);
+		CHECK(tw_get(tw) == (void *)7L,
+		      "__pthread_getspecific: expected 0x7, got %p",
+		      tw_get(tw));
+		CHECK_ERR(tw_set(tw, (void *)8L), 0);
+		CHECK(pthread_getspecific(tw) == (void *)8L,
+		      "pthread_getspecific after __pthread_setspecific: "
+		      "expected 0x8, got %p", pthread_getspecific(tw));
+	}
 
 	/* C11 tss_* on weft threads. */
 	CHECK_EQ(tss_create(&tk, tss_dtor), thrd_success);

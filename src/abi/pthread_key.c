@@ -31,6 +31,12 @@ WEFT_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
 	return tsd_set(key, value);
 }
 
+/* glibc's twins of the key functions (libgcc's threading probe and
+   older libraries use them). */
+WEFT_ALIAS(__pthread_key_create, pthread_key_create);
+WEFT_ALIAS(__pthread_getspecific, pthread_getspecific);
+WEFT_ALIAS(__pthread_setspecific, pthread_setspecific);
+
 WEFT_EXPORT int tss_create(tss_t *key, tss_dtor_t destr)
 {
 	return pthread_key_create(key, destr) == 0 ? thrd_success : thrd_error;
