@@ -3,6 +3,7 @@
 #
 #   make              library (build/libweft.so, build/libweft.a), bin/weft
 #   make check        all tests, each in linked and preloaded mode
+#   make check-posix  Open POSIX Test Suite, glibc vs weft (fetches it)
 #   make bench        the benchmark suite (weft vs glibc), see bench/
 #   make install PREFIX=/usr/local
 
@@ -80,6 +81,10 @@ tests: all $(TEST_BINS) $(TEST_LIBS)
 check: tests
 	tests/run.sh
 
+# The Open POSIX Test Suite (pthread_* and sem_*), glibc vs weft.
+check-posix: all
+	tests/posix/run.sh
+
 # ---------------------------------------------------------------- bench
 bench: all
 	$(MAKE) -C bench
@@ -104,5 +109,5 @@ clean:
 	rm -rf $(B) bin
 	-$(MAKE) -C bench clean
 
-.PHONY: all tests check bench install clean
+.PHONY: all tests check check-posix bench install clean
 .SECONDARY:
