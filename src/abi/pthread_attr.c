@@ -1,8 +1,10 @@
 /* Thread attributes, stored in glibc's own layout (host/attr_layout.h),
    so objects pass unchanged between weft and glibc's helper threads.
    The affinity and signal-mask attributes live in glibc's extension
-   object; glibc's setters for them are still the ones in use. */
+   object, allocated with malloc as glibc does, so that either library's
+   pthread_attr_destroy frees it. */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,4 +189,118 @@ WEFT_EXPORT int pthread_getattr_default_np(pthread_attr_t *a)
 WEFT_EXPORT int pthread_setattr_default_np(const pthread_attr_t *a)
 {
 	return thread_default_attr_set(a);
+}
+
+/* --- the extension: CPU affinity and initial signal mask ------------- */
+
+static int extension(struct glibc_attr *ga)
+{
+	if (!ga->extension) {
+		ga->extension = calloc(1, sizeof *ga->extension);
+		if (!ga->extension)
+			return ENOMEM;
+	}
+	return 0;
+}
+
+/* An empty set (NULL or size 0) removes the affinity.  A set naming
+   CPUs the machine lacks is accepted here, as glibc does; creation then
+   fails with the kernel's EINVAL if no CPU of the set exists. */
+WEFT_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t *a, size_t n,
+					    const cpu_set_t *set)
+{
+	struct glibc_attr *ga = gattr(a);
+	void *copy;
+
+	if (!weft_serving())
+		return GLIBC_FN(pthread_attr_setaffinity_np)(a, n, set);
+	/* The header says `set` is never NULL, but glibc accepts NULL:
+	   hide the pointer from the optimiser so the test stays. */
+	const void *given = set;
+
+	__asm__("" : "+r"(given));
+	if (!given || n == 0) {
+		if (ga->extension) {
+			free(ga->extension->cpuset);
+			ga->extension->cpuset = NULL;
+			ga->extension->cpusetsize = 0;
+		}
+		return 0;
+	}
+	if (extension(ga))
+		return ENOMEM;
+	if (ga->extension->cpusetsize != n) {
+		copy = realloc(ga->extension->cpuset, n);
+		if (!copy)
+			return ENOMEM;
+		ga->extension->cpuset = copy;
+		ga->extension->cpusetsize = n;
+	}
+	memcpy(ga->extension->cpuset, set, n);
+	return 0;
+}
+
+/* Without an affinity in the attribute every CPU is allowed: all bits
+   set.  A stored set with CPUs beyond the caller's buffer is EINVAL. */
+WEFT_EXPORT int pthread_attr_getaffinity_np(const pthread_attr_t *a, size_t n,
+					    cpu_set_t *set)
+{
+	const struct glibc_attr *ga = gattr_c(a);
+	const unsigned char *have;
+	size_t size;
+
+	if (!weft_serving())
+		return GLIBC_FN(pthread_attr_getaffinity_np)(a, n, set);
+	if (!ga->extension || !ga->extension->cpuset) {
+		memset(set, 0xff, n);
+		return 0;
+	}
+	have = (const unsigned char *)ga->extension->cpuset;
+	size = ga->extension->cpusetsize;
+	for (size_t i = n; i < size; i++)
+		if (have[i])
+			return EINVAL;
+	memcpy(set, have, n < size ? n : size);
+	if (n > size)
+		memset((char *)set + size, 0, n - size);
+	return 0;
+}
+
+/* NULL removes the mask: the thread then inherits its creator's.
+   SIGCANCEL and SIGSETXID are the implementation's and never blocked. */
+WEFT_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *a,
+					   const sigset_t *mask)
+{
+	struct glibc_attr *ga = gattr(a);
+
+	if (!weft_serving())
+		return GLIBC_FN(pthread_attr_setsigmask_np)(a, mask);
+	if (!mask) {
+		if (ga->extension)
+			ga->extension->sigmask_set = false;
+		return 0;
+	}
+	if (extension(ga))
+		return ENOMEM;
+	ga->extension->sigmask = *mask;
+	sigdelset(&ga->extension->sigmask, 32);
+	sigdelset(&ga->extension->sigmask, 33);
+	ga->extension->sigmask_set = true;
+	return 0;
+}
+
+/* PTHREAD_ATTR_NO_SIGMASK_NP (and an empty set) when none was given. */
+WEFT_EXPORT int pthread_attr_getsigmask_np(const pthread_attr_t *a,
+					   sigset_t *mask)
+{
+	const struct glibc_attr *ga = gattr_c(a);
+
+	if (!weft_serving())
+		return GLIBC_FN(pthread_attr_getsigmask_np)(a, mask);
+	if (!ga->extension || !ga->extension->sigmask_set) {
+		sigemptyset(mask);
+		return PTHREAD_ATTR_NO_SIGMASK_NP;
+	}
+	*mask = ga->extension->sigmask;
+	return 0;
 }

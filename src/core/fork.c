@@ -57,6 +57,8 @@ static void fork_child(void)
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);
+	if (self)
+		thread_ops_reset_in_child(self);
 	if (self && self->origin == WEFT_ORIGIN_CREATED)
 		host_fork_child(self->tcb);
 }
