@@ -336,8 +336,9 @@ WEFT_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *a,
 	if (extension(ga))
 		return ENOMEM;
 	ga->extension->sigmask = *mask;
-	sigdelset(&ga->extension->sigmask, 32);
-	sigdelset(&ga->extension->sigmask, 33);
+	/* Signals 32 and 33 are bits 31 and 32 of the first word
+	   (sigdelset refuses to touch them). */
+	((unsigned long *)&ga->extension->sigmask)[0] &= ~(3UL << 31);
 	ga->extension->sigmask_set = true;
 	return 0;
 }
