@@ -9,7 +9,11 @@
    set last. */
 #include <sched.h>
 #include <sys/resource.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/wait.h>
+#include <time.h>
 #include "t_sched_worker.h"
 
 static void kernel_sched(pid_t tid, int *policy, int *prio)
@@ -260,6 +264,83 @@ static void finished(void)
 	worker_close(&w);
 }
 
+/* Threads glibc made (the main thread, glibc's SIGEV_THREAD helper
+   threads, adopted by weft) are reported by glibc's own
+   pthread_getattr_np: the stack holds a local variable, scheduling and
+   affinity are the kernel's. */
+struct glibc_report {
+	int err, policy, affinity_ok, origin;
+	uintptr_t lo, hi, local;
+};
+
+static void glibc_thread_report(struct glibc_report *r)
+{
+	pthread_attr_t a;
+	volatile int local = 0;
+	void *addr;
+	size_t size;
+	cpu_set_t set, want;
+
+	r->local = (uintptr_t)&local;
+	r->origin = weft_self_origin ? weft_self_origin() : -1;
+	r->err = pthread_getattr_np(pthread_self(), &a);
+	if (r->err)
+		return;
+	pthread_attr_getstack(&a, &addr, &size);
+	r->lo = (uintptr_t)addr;
+	r->hi = r->lo + size;
+	pthread_attr_getschedpolicy(&a, &r->policy);
+	sched_getaffinity(0, sizeof want, &want);
+	r->affinity_ok = pthread_attr_getaffinity_np(&a, sizeof set, &set) == 0 &&
+			 CPU_EQUAL(&set, &want);
+	pthread_attr_destroy(&a);
+}
+
+static struct glibc_report timer_report;
+static sem_t timer_sem;
+
+static void timer_cb(union sigval v)
+{
+	(void)v;
+	glibc_thread_report(&timer_report);
+	sem_post(&timer_sem);
+}
+
+static void check_glibc_report(const char *who, const struct glibc_report *r)
+{
+	CHECK_ERR(r->err, 0);
+	CHECK(r->lo < r->local && r->local < r->hi,
+	      "%s: local %#lx outside reported stack [%#lx, %#lx)", who,
+	      (unsigned long)r->local, (unsigned long)r->lo,
+	      (unsigned long)r->hi);
+	CHECK_EQ(r->policy, SCHED_OTHER);
+	CHECK(r->affinity_ok, "%s: affinity differs from the kernel's", who);
+}
+
+static void glibc_threads(void)
+{
+	struct glibc_report r;
+	struct sigevent ev;
+	struct itimerspec its = {.it_value = {0, 1000000}};
+	timer_t tm;
+
+	glibc_thread_report(&r);
+	CHECK_EQ(r.origin, WEFT_THREAD_MAIN);
+	check_glibc_report("main thread", &r);
+
+	CHECK_EQ(sem_init(&timer_sem, 0, 0), 0);
+	memset(&ev, 0, sizeof ev);
+	ev.sigev_notify = SIGEV_THREAD;
+	ev.sigev_notify_function = timer_cb;
+	REQUIRE(timer_create(CLOCK_MONOTONIC, &ev, &tm) == 0, "timer_create");
+	REQUIRE(timer_settime(tm, 0, &its, NULL) == 0, "timer_settime");
+	while (sem_wait(&timer_sem) != 0)
+		;
+	timer_delete(tm);
+	CHECK_EQ(timer_report.origin, WEFT_THREAD_ADOPTED);
+	check_glibc_report("timer helper thread", &timer_report);
+}
+
 int main(void)
 {
 	struct worker w;
@@ -281,5 +362,6 @@ int main(void)
 	inherited();
 	prio_protect();
 	finished();
+	glibc_threads();
 	TEST_DONE();
 }
