@@ -279,6 +279,56 @@ static void creation_honours_both(void)
 	pthread_attr_destroy(&a);
 }
 
+/* pthread_setattr_default_np keeps its own copy of the affinity and
+   mask: threads made without attributes get them, and
+   pthread_getattr_default_np hands out a copy. */
+static void default_extension(void)
+{
+	int last = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	pthread_attr_t a, d;
+	cpu_set_t set, got;
+	sigset_t m, mg;
+	struct seen s;
+	pthread_t t;
+
+	pthread_attr_init(&a);
+	CPU_ZERO(&set);
+	CPU_SET(last, &set);
+	pthread_attr_setaffinity_np(&a, sizeof set, &set);
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR1);
+	pthread_attr_setsigmask_np(&a, &m);
+	CHECK_ERR(pthread_setattr_default_np(&a), 0);
+	pthread_attr_destroy(&a); /* the defaults are a copy */
+
+	CHECK_ERR(pthread_getattr_default_np(&d), 0);
+	CHECK_ERR(pthread_attr_getaffinity_np(&d, sizeof got, &got), 0);
+	CHECK(CPU_EQUAL(&got, &set), "default affinity read back differs");
+	CHECK_ERR(pthread_attr_getsigmask_np(&d, &mg), 0);
+	CHECK_EQ(sigismember(&mg, SIGUSR1), 1);
+	pthread_attr_destroy(&d);
+
+	memset(&s, 0, sizeof s);
+	CHECK_ERR(pthread_create(&t, NULL, report, &s), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(s.cpu, last);
+	CHECK_EQ(s.ncpus, 1);
+	CHECK_EQ(sigismember(&s.mask, SIGUSR1), 1);
+
+	/* Back to plain defaults. */
+	pthread_attr_init(&a);
+	CHECK_ERR(pthread_setattr_default_np(&a), 0);
+	pthread_attr_destroy(&a);
+	memset(&s, 0, sizeof s);
+	CHECK_ERR(pthread_create(&t, NULL, report, &s), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(s.ncpus, (int)sysconf(_SC_NPROCESSORS_ONLN));
+	CHECK_EQ(sigismember(&s.mask, SIGUSR1), 0);
+	CHECK_ERR(pthread_getattr_default_np(&d), 0);
+	CHECK_ERR(pthread_attr_getsigmask_np(&d, &mg), PTHREAD_ATTR_NO_SIGMASK_NP);
+	pthread_attr_destroy(&d);
+}
+
 int main(void)
 {
 	WEFT_REQUIRE();
@@ -305,11 +355,14 @@ int main(void)
 	REQUIRE_SERVED(pthread_attr_setsigmask_np);
 	REQUIRE_SERVED(pthread_attr_getsigmask_np);
 	REQUIRE_SERVED(pthread_create);
+	REQUIRE_SERVED(pthread_setattr_default_np);
+	REQUIRE_SERVED(pthread_getattr_default_np);
 
 	defaults();
 	setters_and_errors();
 	extension();
 	no_leak();
 	creation_honours_both();
+	default_extension();
 	TEST_DONE();
 }

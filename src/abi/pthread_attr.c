@@ -233,8 +233,7 @@ WEFT_EXPORT int pthread_getattr_default_np(pthread_attr_t *a)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_getattr_default_np)(a);
-	thread_default_attr_get(a);
-	return 0;
+	return thread_default_attr_get(a);
 }
 
 WEFT_EXPORT int pthread_setattr_default_np(const pthread_attr_t *a)

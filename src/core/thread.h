@@ -153,8 +153,10 @@ int thread_join(struct weft_thread *t, void **result, int clock,
 		const struct timespec *abstime, int try_only);
 int thread_detach(struct weft_thread *t);
 void thread_reclaim(struct weft_thread *t);
-void thread_default_attr_get(pthread_attr_t *out);
+int thread_default_attr_get(pthread_attr_t *out);
 int thread_default_attr_set(const pthread_attr_t *in);
+void thread_default_lock_for_fork(void);
+void thread_default_unlock_after_fork(void);
 void thread_finish(struct weft_thread *t) __attribute__((noreturn));
 void fork_init(void);
 
