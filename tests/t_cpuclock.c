@@ -1,6 +1,6 @@
 /* pthread_getcpuclockid: the clock is the kernel's CPU-time clock of the
-   thread, the same id glibc computes (checked against glibc's own answer
-   for the main thread, which weft forwards to glibc), usable with
+   thread, the same id glibc computes (checked against glibc's own
+   function for the same weft thread, and for the main thread), usable with
    clock_gettime; it advances while the thread runs and not while it is
    blocked; a finished thread is ESRCH. */
 #include <time.h>
@@ -33,12 +33,24 @@ static void spin(struct worker *w)
 		;
 }
 
-static clockid_t own_clock;
+static clockid_t own_clock, glibc_clock;
 
+/* Inside the worker: weft's answer for itself, and glibc's own
+   pthread_getcpuclockid given the thread's TCB (the thread pointer),
+   which glibc takes for its descriptor. */
 static void own(struct worker *w)
 {
+	int (*glibc_fn)(pthread_t, clockid_t *);
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	void *tcb;
+
 	(void)w;
 	CHECK_ERR(pthread_getcpuclockid(pthread_self(), &own_clock), 0);
+	glibc_fn = (int (*)(pthread_t, clockid_t *))dlvsym(
+		libc, "pthread_getcpuclockid", "GLIBC_2.34");
+	REQUIRE(glibc_fn != NULL, "glibc's pthread_getcpuclockid");
+	__asm__("mov %%fs:0, %0" : "=r"(tcb));
+	CHECK_ERR(glibc_fn((pthread_t)tcb, &glibc_clock), 0);
 }
 
 int main(void)
@@ -64,6 +76,7 @@ int main(void)
 	busy.hook = own;
 	worker_do(&busy, W_HOOK);
 	CHECK_EQ(own_clock, cs);
+	CHECK_EQ(glibc_clock, cs);
 
 	/* One spins for 200 ms of CPU while the other sits in read(). */
 	b0 = clock_ns(cb);
