@@ -5,6 +5,7 @@
 #include <threads.h>
 #include <time.h>
 
+#include "../kernel/sched.h"
 #include "export.h"
 
 /* glibc's mapping of error numbers to C11 results. */
@@ -75,5 +76,5 @@ WEFT_EXPORT int thrd_sleep(const struct timespec *dur, struct timespec *rem)
 
 WEFT_EXPORT void thrd_yield(void)
 {
-	sched_yield();
+	sys_sched_yield();
 }

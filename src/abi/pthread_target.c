@@ -1,18 +1,53 @@
-/* Calls that act on another thread named by a pthread_t.  weft's handles
-   are not glibc's (see core/registry.c), so every such call glibc
-   implements must be caught here: a stale handle gets ESRCH, and a live
-   one is either served by weft or handed to glibc's implementation with
-   the thread's TCB, which glibc accepts as its own descriptor (the
-   fields these functions read, such as the tid, are maintained by the
-   host adapter).  Scheduling, affinity, names, CPU clocks and
-   cancellation get weft-native implementations in later work. */
+/* Calls that act on another thread named by a pthread_t: signals,
+   scheduling, affinity, names, CPU clocks, cancellation, attributes.
+
+   weft's handles are not glibc's (see core/registry.c), so each call is
+   routed (route() below):
+     * a stale weft handle gets ESRCH;
+     * a thread weft created is served here, natively, through its kernel
+       tid, pinned by core/target.c so that a tid reused after the
+       thread's exit is never acted on;
+     * a thread glibc created (the main thread, glibc's helper threads,
+       adopted or not) goes to glibc's implementation with its TCB.
+       glibc made and tears down those threads, so its own code is the
+       one that is right for them: its exit_lock protocol guards their
+       tids, and its scheduling cache in their descriptor stays its own.
+   In fallback mode (weft not serving) everything goes to glibc. */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../host/attr_layout.h"
+#include "../host/sched_cache.h"
+#include "../kernel/sched.h"
 #include "export.h"
+
+enum route { NATIVE, GLIBC, FAILED };
+
+/* Decides who serves a call on `h` (see above); x->err for FAILED. */
+static enum route route(pthread_t h, struct target *x)
+{
+	if (!weft_serving()) {
+		x->t = NULL;
+		x->glibc = h;
+		x->err = 0;
+		return GLIBC;
+	}
+	*x = target_of(h);
+	if (x->err)
+		return FAILED;
+	if (!x->t || x->t->origin != WEFT_ORIGIN_CREATED)
+		return GLIBC;
+	return NATIVE;
+}
+
+/* A kernel result as an error number (0 on success). */
+static int kerr(long r)
+{
+	return r < 0 ? (int)-r : 0;
+}
 
 /* SIGCANCEL (32) and SIGSETXID (33) belong to the implementation. */
 static int internal_signal(int sig)
@@ -23,82 +58,332 @@ static int internal_signal(int sig)
 WEFT_EXPORT int pthread_kill(pthread_t th, int sig)
 {
 	struct target x;
-	int tid;
+	struct weft_pin pin;
+	int tid, err;
 
-	if (!weft_serving())
-		return host_real.pthread_kill(th, sig);
-	x = target_of(th);
-	if (x.err)
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_kill(x.glibc, sig);
+	case FAILED:
 		return x.err;
-	if (!x.t)
-		return host_real.pthread_kill(th, sig);
+	case NATIVE:
+		break;
+	}
 	if (sig < 0 || sig >= 65 || internal_signal(sig))
 		return EINVAL;
-	tid = __atomic_load_n(x.t->tidp, __ATOMIC_ACQUIRE);
-	if (tid <= 0)
-		return ESRCH; /* finished, not yet joined */
-	return (int)-sys_tgkill(sys_getpid(), tid, sig);
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid; /* finished, not yet joined */
+	err = kerr(sys_tgkill(sys_getpid(), tid, sig));
+	thread_unpin(x.t, &pin);
+	return err;
 }
 
-#define FORWARD(call, h, ...)                                                  \
-	do {                                                                   \
-		struct target x_;                                              \
-		if (!weft_serving())                                           \
-			return host_real.call(h, __VA_ARGS__);                 \
-		x_ = target_of(h);                                             \
-		if (x_.err)                                                    \
-			return x_.err;                                         \
-		if (x_.t && __atomic_load_n(x_.t->tidp, __ATOMIC_ACQUIRE) <= 0) \
-			return ESRCH;                                          \
-		return host_real.call(x_.glibc, __VA_ARGS__);                  \
-	} while (0)
-
+/* sigqueue() aimed at one thread: the receiver sees SI_QUEUE, our pid
+   and uid, and the value. */
 WEFT_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval v)
 {
-	FORWARD(pthread_sigqueue, th, sig, v);
+	struct target x;
+	struct weft_pin pin;
+	siginfo_t info;
+	int tid, err;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_sigqueue(x.glibc, sig, v);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if (sig < 0 || sig >= 65 || internal_signal(sig))
+		return EINVAL;
+	memset(&info, 0, sizeof info);
+	info.si_signo = sig;
+	info.si_code = SI_QUEUE;
+	info.si_pid = sys_getpid();
+	info.si_uid = (uid_t)sys_getuid();
+	info.si_value = v;
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	err = kerr(sys_rt_tgsigqueueinfo(info.si_pid, tid, sig, &info));
+	thread_unpin(x.t, &pin);
+	return err;
 }
+
+/* --- scheduling --------------------------------------------------------
+   The kernel is the only record weft keeps: getters ask it, so a change
+   made behind weft's back (sched_setscheduler on the tid) is seen too.
+   Setters also update glibc's copy in the TCB (host/sched_cache.c). */
 
 WEFT_EXPORT int pthread_setschedparam(pthread_t th, int policy,
 				      const struct sched_param *p)
 {
-	FORWARD(pthread_setschedparam, th, policy, p);
+	struct target x;
+	struct weft_pin pin;
+	int tid, err;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_setschedparam(x.glibc, policy, p);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	/* The kernel checks the policy, the priority's range for it and a
+	   NULL `p` (EINVAL), and the caller's rights (EPERM). */
+	err = kerr(sys_sched_setscheduler(tid, policy, p));
+	if (err == 0)
+		host_sched_cache_store(x.t->tcb, policy, p->sched_priority);
+	thread_unpin(x.t, &pin);
+	return err;
 }
 
 WEFT_EXPORT int pthread_getschedparam(pthread_t th, int *policy,
 				      struct sched_param *p)
 {
-	FORWARD(pthread_getschedparam, th, policy, p);
+	struct target x;
+	struct weft_pin pin;
+	long pol;
+	int tid, err;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_getschedparam(x.glibc, policy, p);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	pol = sys_sched_getscheduler(tid);
+	err = pol < 0 ? kerr(pol) : kerr(sys_sched_getparam(tid, p));
+	if (err == 0)
+		*policy = (int)pol;
+	thread_unpin(x.t, &pin);
+	return err;
 }
 
 WEFT_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 {
-	FORWARD(pthread_setschedprio, th, prio);
+	struct target x;
+	struct weft_pin pin;
+	struct sched_param p = {.sched_priority = prio};
+	int tid, err;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_setschedprio(x.glibc, prio);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	err = kerr(sys_sched_setparam(tid, &p));
+	if (err == 0)
+		host_sched_cache_store(x.t->tcb, -1, prio);
+	thread_unpin(x.t, &pin);
+	return err;
 }
+
+/* --- affinity ---------------------------------------------------------- */
 
 WEFT_EXPORT int pthread_setaffinity_np(pthread_t th, size_t n,
 				       const cpu_set_t *set)
 {
-	FORWARD(pthread_setaffinity_np, th, n, set);
+	struct target x;
+	struct weft_pin pin;
+	int tid, err;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_setaffinity_np(x.glibc, n, set);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	/* EINVAL when no allowed CPU is in the set. */
+	err = kerr(sys_sched_setaffinity(tid, n, set));
+	thread_unpin(x.t, &pin);
+	return err;
 }
 
 WEFT_EXPORT int pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
 {
-	FORWARD(pthread_getaffinity_np, th, n, set);
+	struct target x;
+	struct weft_pin pin;
+	long r;
+	int tid;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_getaffinity_np(x.glibc, n, set);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	/* EINVAL when `n` is smaller than the kernel's mask. */
+	r = sys_sched_getaffinity(tid, n, set);
+	thread_unpin(x.t, &pin);
+	if (r < 0)
+		return kerr(r);
+	/* The kernel wrote its mask size; the rest of the caller's set is
+	   CPUs that do not exist. */
+	memset((char *)set + r, 0, n - (size_t)r);
+	return 0;
 }
 
+/* --- names ------------------------------------------------------------- */
+
+#define COMM_LEN 16 /* the kernel's TASK_COMM_LEN, with the NUL */
+
+/* "/proc/self/task/<tid>/comm" into buf. */
+static void comm_path(char *buf, int tid)
+{
+	static const char head[] = "/proc/self/task/";
+	char digits[12];
+	int n = 0;
+
+	do
+		digits[n++] = (char)('0' + tid % 10);
+	while ((tid /= 10) > 0);
+	memcpy(buf, head, sizeof head - 1);
+	buf += sizeof head - 1;
+	while (n > 0)
+		*buf++ = digits[--n];
+	memcpy(buf, "/comm", 6);
+}
+
+static int comm_write(int tid, const char *name, size_t len)
+{
+	char path[48];
+	long fd, w;
+
+	comm_path(path, tid);
+	fd = sys_open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return kerr(fd);
+	w = sys_write((int)fd, name, len);
+	sys_close((int)fd);
+	return w < 0 ? kerr(w) : (size_t)w != len ? EIO : 0;
+}
+
+static int comm_read(int tid, char *buf, size_t len)
+{
+	char path[48];
+	long fd, r;
+
+	comm_path(path, tid);
+	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return kerr(fd);
+	r = sys_read((int)fd, buf, len);
+	sys_close((int)fd);
+	if (r < 0)
+		return kerr(r);
+	/* The file is the name and a newline. */
+	if (r > 0 && buf[r - 1] == '\n')
+		buf[r - 1] = '\0';
+	else if ((size_t)r == len)
+		return ERANGE;
+	else
+		buf[r] = '\0';
+	return 0;
+}
+
+/* The calling thread names itself with prctl; another thread's name is
+   its /proc comm file (the kernel offers nothing else). */
 WEFT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 {
-	FORWARD(pthread_setname_np, th, name);
+	struct target x;
+	struct weft_pin pin;
+	size_t len;
+	int tid, err;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_setname_np(x.glibc, name);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	len = strlen(name);
+	if (len >= COMM_LEN)
+		return ERANGE;
+	if (x.t == weft_tls_self)
+		return kerr(sys_prctl(PR_SET_NAME, (unsigned long)name));
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	err = comm_write(tid, name, len);
+	thread_unpin(x.t, &pin);
+	return err;
 }
 
 WEFT_EXPORT int pthread_getname_np(pthread_t th, char *buf, size_t len)
 {
-	FORWARD(pthread_getname_np, th, buf, len);
+	struct target x;
+	struct weft_pin pin;
+	int tid, err;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_getname_np(x.glibc, buf, len);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if (len < COMM_LEN)
+		return ERANGE;
+	if (x.t == weft_tls_self)
+		return kerr(sys_prctl(PR_GET_NAME, (unsigned long)buf));
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	err = comm_read(tid, buf, len);
+	thread_unpin(x.t, &pin);
+	return err;
 }
+
+/* --- CPU-time clock ----------------------------------------------------
+   The kernel names a thread's CPU-time clock by its tid: the bitwise
+   complement of the tid shifted left by 3, or'ed with "per thread" (4)
+   and "scheduler time" (2).  The clock id is only meaningful while the
+   thread lives, so no pin is held beyond computing it. */
+#define CPUCLOCK_PERTHREAD 4
+#define CPUCLOCK_SCHED 2
 
 WEFT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 {
-	FORWARD(pthread_getcpuclockid, th, clock);
+	struct target x;
+	struct weft_pin pin;
+	int tid;
+
+	switch (route(th, &x)) {
+	case GLIBC:
+		return host_real.pthread_getcpuclockid(x.glibc, clock);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
+	if ((tid = thread_pin(x.t, th, &pin)) < 0)
+		return -tid;
+	thread_unpin(x.t, &pin);
+	*clock = (clockid_t)((~(unsigned)tid << 3) | CPUCLOCK_PERTHREAD |
+			     CPUCLOCK_SCHED);
+	return 0;
 }
 
 WEFT_EXPORT int pthread_cancel(pthread_t th)
@@ -113,23 +398,70 @@ WEFT_EXPORT int pthread_cancel(pthread_t th)
 	return host_real.pthread_cancel(x.glibc);
 }
 
+/* --- pthread_getattr_np ------------------------------------------------ */
+
+/* The thread's CPU set, in an extension as glibc's pthread_getattr_np
+   fills it: the smallest power-of-two buffer of at least 32 bytes the
+   kernel accepts. */
+static int getattr_affinity(pthread_t th, pthread_attr_t *attr)
+{
+	cpu_set_t *set = NULL;
+	size_t size = 16;
+	int err;
+
+	do {
+		void *p;
+
+		size *= 2;
+		p = realloc(set, size);
+		if (!p) {
+			free(set);
+			return ENOMEM;
+		}
+		set = p;
+		err = pthread_getaffinity_np(th, size, set);
+	} while (err == EINVAL && size < 1024 * 1024);
+	if (err == 0)
+		err = pthread_attr_setaffinity_np(attr, size, set);
+	free(set);
+	return err;
+}
+
+/* Scheduling as the kernel has it now. */
+static int getattr_sched(pthread_t th, struct glibc_attr *ga)
+{
+	int policy, err;
+
+	err = pthread_getschedparam(th, &policy, &ga->schedparam);
+	if (err)
+		return err;
+	ga->schedpolicy = policy & ~SCHED_RESET_ON_FORK;
+	ga->flags |= GATTR_SCHED_SET | GATTR_POLICY_SET;
+	return 0;
+}
+
 /* The attributes a thread actually has, in glibc's layout. */
 WEFT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 {
 	struct target x;
 	struct glibc_attr *ga = gattr(attr);
 	struct weft_thread *t;
+	int err;
 
-	if (!weft_serving())
-		return host_real.pthread_getattr_np(th, attr);
-	x = target_of(th);
-	if (x.err)
-		return x.err;
-	if (!x.t || x.t->origin != WEFT_ORIGIN_CREATED)
+	switch (route(th, &x)) {
+	case GLIBC:
 		return host_real.pthread_getattr_np(x.glibc, attr);
+	case FAILED:
+		return x.err;
+	case NATIVE:
+		break;
+	}
 	t = x.t;
 	memset(attr, 0, sizeof *attr);
-	ga->flags = (t->attr_flags & ~GATTR_DETACHSTATE) | GATTR_STACKADDR;
+	/* The creation flags carry inherit-sched and scope. */
+	ga->flags = (t->attr_flags & ~(GATTR_DETACHSTATE | GATTR_SCHED_SET |
+				       GATTR_POLICY_SET)) |
+		    GATTR_STACKADDR;
 	if (__atomic_load_n(&t->join_state, __ATOMIC_ACQUIRE) == WEFT_DETACHED)
 		ga->flags |= GATTR_DETACHSTATE;
 	ga->guardsize = t->guard_size;
@@ -142,5 +474,10 @@ WEFT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 		ga->stackaddr = t->stack_lo + t->attr_stacksize;
 		ga->stacksize = t->attr_stacksize;
 	}
-	return 0;
+	err = getattr_sched(th, ga);
+	if (err == 0)
+		err = getattr_affinity(th, attr);
+	if (err)
+		pthread_attr_destroy(attr);
+	return err;
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -15,25 +16,80 @@
 static int thread_entry(void *p) __attribute__((noreturn));
 
 /* pthread_setattr_default_np: what a thread created without attributes
-   gets (stack size, guard, detach state, scheduling fields). */
+   gets (stack size, guard, detach state, scheduling fields, and in the
+   extension CPU affinity and signal mask).  The extension is weft's own
+   copy; every reader takes a copy of it under the lock, since a later
+   pthread_setattr_default_np frees it. */
 static struct glibc_attr default_attr = {.guardsize = 4096};
 static int default_attr_changed;
 static weft_lock_t default_lock = WEFT_LOCK_INIT;
 
-void thread_default_attr_get(pthread_attr_t *out)
+/* A deep copy of an attribute's extension: NULL with *err = 0 when
+   there is nothing in it, NULL with *err = ENOMEM on failure. */
+static struct glibc_attr_extension *
+ext_copy(const struct glibc_attr_extension *e, int *err)
+{
+	struct glibc_attr_extension *c;
+
+	*err = 0;
+	if (!e || (!e->cpuset && !e->sigmask_set))
+		return NULL;
+	c = malloc(sizeof *c);
+	if (!c)
+		goto nomem;
+	*c = *e;
+	if (e->cpuset) {
+		c->cpuset = malloc(e->cpusetsize);
+		if (!c->cpuset) {
+			free(c);
+			goto nomem;
+		}
+		memcpy(c->cpuset, e->cpuset, e->cpusetsize);
+	}
+	return c;
+nomem:
+	*err = ENOMEM;
+	return NULL;
+}
+
+static void ext_free(struct glibc_attr_extension *e)
+{
+	if (e) {
+		free(e->cpuset);
+		free(e);
+	}
+}
+
+/* fork: the lock is held across it, so the child finds the defaults
+   whole (and the lock free). */
+void thread_default_lock_for_fork(void)
+{
+	weft_lock(&default_lock);
+}
+
+void thread_default_unlock_after_fork(void)
+{
+	weft_unlock(&default_lock);
+}
+
+int thread_default_attr_get(pthread_attr_t *out)
 {
 	struct glibc_attr *ga = gattr(out);
+	int err;
 
 	weft_lock(&default_lock);
 	*ga = default_attr;
+	ga->extension = ext_copy(default_attr.extension, &err);
 	weft_unlock(&default_lock);
 	ga->stacksize = stack_default_size();
+	return err;
 }
 
 int thread_default_attr_set(const pthread_attr_t *in)
 {
 	const struct glibc_attr *ga = gattr_c(in);
-	int policy = ga->schedpolicy;
+	struct glibc_attr_extension *ext, *old;
+	int policy = ga->schedpolicy, err;
 
 	if (!gattr_policy_valid(policy))
 		return EINVAL;
@@ -45,14 +101,19 @@ int thread_default_attr_set(const pthread_attr_t *in)
 		return EINVAL;
 	if (ga->flags & GATTR_STACKADDR)
 		return EINVAL; /* one stack can't serve every thread */
+	ext = ext_copy(ga->extension, &err);
+	if (err)
+		return err;
 	weft_lock(&default_lock);
+	old = default_attr.extension;
 	default_attr = *ga;
-	default_attr.extension = NULL; /* affinity/sigmask defaults: later */
+	default_attr.extension = ext;
 	default_attr.stacksize = 0;
 	default_attr_changed = 1;
 	if (ga->stacksize)
 		stack_set_default_size(ga->stacksize);
 	weft_unlock(&default_lock);
+	ext_free(old);
 	return 0;
 }
 
@@ -175,11 +236,9 @@ static void request_from_attr(const struct glibc_attr *ga,
 	}
 }
 
-static int create(pthread_t *out, const pthread_attr_t *attr,
-		  void *(*start)(void *), void *arg, int c11)
+static int create_with(pthread_t *out, const struct glibc_attr *ga,
+		       void *(*start)(void *), void *arg, int c11)
 {
-	const struct glibc_attr *ga = attr ? gattr_c(attr) : NULL;
-	struct glibc_attr defaults;
 	struct weft_stack_request req;
 	struct weft_thread *t;
 	struct start_setup setup;
@@ -187,12 +246,6 @@ static int create(pthread_t *out, const pthread_attr_t *attr,
 	long rc;
 	int err = 0, set_mask = 0, gated;
 
-	if (!ga && __atomic_load_n(&default_attr_changed, __ATOMIC_ACQUIRE)) {
-		weft_lock(&default_lock);
-		defaults = default_attr;
-		weft_unlock(&default_lock);
-		ga = &defaults;
-	}
 	request_from_attr(ga, &req);
 	if (req.user_top && req.user_size < (size_t)PTHREAD_STACK_MIN)
 		return EINVAL;
@@ -251,6 +304,27 @@ static int create(pthread_t *out, const pthread_attr_t *attr,
 		return err;
 	WEFT_COUNT(created);
 	return 0;
+}
+
+/* Without attributes a thread gets the defaults, once they were set. */
+static int create(pthread_t *out, const pthread_attr_t *attr,
+		  void *(*start)(void *), void *arg, int c11)
+{
+	struct glibc_attr defaults;
+	int err;
+
+	if (attr || !__atomic_load_n(&default_attr_changed, __ATOMIC_ACQUIRE))
+		return create_with(out, attr ? gattr_c(attr) : NULL, start, arg,
+				   c11);
+	weft_lock(&default_lock);
+	defaults = default_attr;
+	defaults.extension = ext_copy(default_attr.extension, &err);
+	weft_unlock(&default_lock);
+	if (err)
+		return err == ENOMEM ? EAGAIN : err;
+	err = create_with(out, &defaults, start, arg, c11);
+	ext_free(defaults.extension);
+	return err;
 }
 
 int thread_create(pthread_t *out, const pthread_attr_t *attr,

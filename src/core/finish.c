@@ -45,6 +45,9 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	if (host_nthreads_add(-1) == 0)
 		exit(0);
 	host_thread_unlist(t->tcb);
+	/* From here calls on this thread's handle answer ESRCH, and none
+	   still using its tid is left behind (target.c). */
+	thread_ops_close(t);
 	/* A user stack may be freed by its owner as soon as the thread is
 	   gone, so that thread gives its DTV back itself, with no handler
 	   able to run on the half-released TLS, and its malloc state must

@@ -11,6 +11,7 @@
 
 static void fork_prepare(void)
 {
+	thread_default_lock_for_fork();
 	stack_cache_lock_for_fork();
 	registry_lock_for_fork();
 }
@@ -19,6 +20,7 @@ static void fork_parent(void)
 {
 	registry_unlock_after_fork();
 	stack_cache_unlock_after_fork();
+	thread_default_unlock_after_fork();
 }
 
 /* A thread that existed in the parent but not in the child. */
@@ -54,9 +56,12 @@ static void fork_child(void)
 
 	/* <weft.h> promises counters "since fork" in a child. */
 	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
+	thread_default_unlock_after_fork();
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);
+	if (self)
+		thread_ops_reset_in_child(self);
 	if (self && self->origin == WEFT_ORIGIN_CREATED)
 		host_fork_child(self->tcb);
 }

@@ -64,6 +64,8 @@ struct weft_thread {
 	ksigset_t sigmask;   /* mask to install at start, if set_sigmask */
 	int set_sigmask;
 	int start_gate;	     /* futex: GATE_* while the creator sets it up */
+	int ops_busy;	     /* calls acting on this thread by tid (target.c) */
+	int ops_closed;	     /* set at exit: no new call may use the tid */
 	int c11;	     /* start is a C11 thrd_start_t (returns int) */
 
 	/* The mapping (weft-made stacks only; map_base NULL otherwise). */
@@ -111,6 +113,21 @@ void registry_reset_in_child(struct weft_thread *self,
 			     void (*drop)(struct weft_thread *));
 unsigned long registry_live_count(void);
 
+/* --- target.c: calls that act on a thread by its kernel tid --------- */
+struct weft_pin {
+	ksigset_t old_mask;
+	int pinned;
+};
+/* Returns the tid of the live thread `t` named by handle `h`, and keeps
+   the thread from exiting (so the tid from being reused) until
+   thread_unpin; -ESRCH when it has finished. */
+int thread_pin(struct weft_thread *t, pthread_t h, struct weft_pin *pin);
+void thread_unpin(struct weft_thread *t, struct weft_pin *pin);
+/* At exit, before the thread can be reclaimed: refuses new calls and
+   waits for those in flight. */
+void thread_ops_close(struct weft_thread *t);
+void thread_ops_reset_in_child(struct weft_thread *self);
+
 /* --- stack.c: mappings and the stack cache ---------------------------- */
 struct weft_stack_request {
 	size_t stacksize; /* as in the attribute (0: default) */
@@ -136,8 +153,10 @@ int thread_join(struct weft_thread *t, void **result, int clock,
 		const struct timespec *abstime, int try_only);
 int thread_detach(struct weft_thread *t);
 void thread_reclaim(struct weft_thread *t);
-void thread_default_attr_get(pthread_attr_t *out);
+int thread_default_attr_get(pthread_attr_t *out);
 int thread_default_attr_set(const pthread_attr_t *in);
+void thread_default_lock_for_fork(void);
+void thread_default_unlock_after_fork(void);
 void thread_finish(struct weft_thread *t) __attribute__((noreturn));
 void fork_init(void);
 

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include "../kernel/syscall.h"
 
 struct glibc_attr {
 	struct sched_param schedparam;
@@ -48,6 +49,16 @@ static inline int gattr_policy_valid(int policy)
 {
 	return policy == SCHED_OTHER || policy == SCHED_FIFO ||
 	       policy == SCHED_RR || policy == SCHED_BATCH || policy == SCHED_IDLE;
+}
+
+/* Whether `prio` is in the kernel's range for `policy` (0 for the
+   non-real-time policies). */
+static inline bool gattr_priority_valid(int policy, int prio)
+{
+	long lo = sys_call1(SYS_sched_get_priority_min, policy);
+	long hi = sys_call1(SYS_sched_get_priority_max, policy);
+
+	return lo >= 0 && hi >= 0 && prio >= lo && prio <= hi;
 }
 
 static inline struct glibc_attr *gattr(pthread_attr_t *a)
