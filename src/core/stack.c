@@ -175,8 +175,9 @@ static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
 	t->guard_size = guard;
 	t->stack_lo = lo + guard;
 	t->stack_size = (size_t)((char *)t - t->stack_lo);
-	/* Until the thread trims its stack at exit, any page may be in. */
-	t->resident = map_size ? map_size - guard : 0;
+	/* Until the thread trims its stack at exit, any page may be in;
+	   one page table page comes with a block, whatever its size. */
+	t->resident = map_size ? map_size - guard + PAGE : 0;
 }
 
 /* The DTV and dynamic TLS of the block's last thread, once it is gone. */
@@ -267,7 +268,7 @@ __attribute__((noinline)) void stack_trim_unused(struct weft_thread *t)
 	if (sys_madvise((void *)lo, end - lo,
 			trim == WEFT_TRIM_FREE ? MADV_FREE : MADV_DONTNEED) != 0)
 		return;
-	t->resident = (size_t)((uintptr_t)t->map_base + t->map_size - end);
+	t->resident = (size_t)((uintptr_t)t->map_base + t->map_size - end) + PAGE;
 }
 
 #ifndef MADV_GUARD_INSTALL

@@ -28,7 +28,7 @@ struct weft_tunables {
 };
 
 #define WEFT_STACK_CACHE_DEFAULT (40UL << 20)
-#define WEFT_STACK_CACHE_COUNT_DEFAULT 256UL
+#define WEFT_STACK_CACHE_COUNT_DEFAULT 1024UL
 #define WEFT_STACK_TRIM_DEFAULT WEFT_TRIM_DONTNEED
 
 extern struct weft_tunables weft_tunables;
