@@ -221,17 +221,26 @@ static int block_dead(const struct weft_thread *c)
 	return __atomic_load_n(c->tidp, __ATOMIC_ACQUIRE) == 0;
 }
 
+/* How far down the cache a creator looks for a block of its size: the
+   lock stays short even when the cache holds a thousand blocks of other
+   sizes, or of threads still exiting.  A block deeper than that is cold
+   anyway; the bound trims it in time. */
+#define TAKE_SCAN 32
+
 static struct weft_thread *cache_take(size_t map_size, size_t guard)
 {
 	struct weft_thread *c;
+	int n = 0;
 
 	weft_lock(&cache_lock);
-	for (c = cache_head; c; c = c->cache_next)
+	for (c = cache_head; c && n < TAKE_SCAN; c = c->cache_next, n++)
 		if (c->map_size == map_size && c->guard_size == guard &&
 		    block_dead(c)) {
 			cache_unlink(c);
 			break;
 		}
+	if (n == TAKE_SCAN)
+		c = NULL;
 	weft_unlock(&cache_lock);
 	if (c)
 		release_tls(c);
