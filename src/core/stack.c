@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 
 #include "../host/glibc.h"
 #include "lock.h"
@@ -301,6 +302,33 @@ static int install_guard(char *base, size_t guard)
 	return sys_mprotect(base, guard, PROT_NONE) == 0 ? 0 : -1;
 }
 
+/* Transparent huge pages must not turn a thread's few pages of stack
+   into 2 MiB.  Linux 6.7+ marks every MAP_STACK mapping "no huge pages"
+   itself; older kernels need madvise(MADV_NOHUGEPAGE) on each fresh
+   block.  Where it is redundant the advice is skipped: it would take
+   the process's mmap lock for writing on every fresh block. */
+static int need_nohuge_advice(void)
+{
+	static int need = -1;
+	struct utsname u;
+	int n = __atomic_load_n(&need, __ATOMIC_RELAXED), major, minor;
+
+	if (n >= 0)
+		return n;
+	n = 1;
+	if (sys_call1(SYS_uname, &u) == 0) {
+		const char *p = u.release;
+
+		for (major = 0; *p >= '0' && *p <= '9'; p++)
+			major = major * 10 + (*p - '0');
+		for (minor = 0, p += *p == '.'; *p >= '0' && *p <= '9'; p++)
+			minor = minor * 10 + (*p - '0');
+		n = major < 6 || (major == 6 && minor < 7);
+	}
+	__atomic_store_n(&need, n, __ATOMIC_RELAXED);
+	return n;
+}
+
 /* A fresh block with its guard; returns its base or NULL. */
 static char *map_new(size_t map_size, size_t guard)
 {
@@ -315,10 +343,8 @@ static char *map_new(size_t map_size, size_t guard)
 		sys_munmap(base, map_size);
 		return NULL;
 	}
-	/* Transparent huge pages must not turn a thread's few pages of
-	   stack into 2 MiB.  Linux 6.7+ already marks MAP_STACK mappings so;
-	   older kernels need the advice (harmless where redundant). */
-	sys_madvise(base, map_size, MADV_NOHUGEPAGE);
+	if (need_nohuge_advice())
+		sys_madvise(base, map_size, MADV_NOHUGEPAGE);
 	WEFT_COUNT(stacks_mapped);
 	return base;
 }
