@@ -585,7 +585,7 @@ def write_throughput(w, items, runs, impls, opt):
     its = [it for it in items if it.bench == "throughput"]
     if not its:
         return
-    w("## Creating and joining 100,000 threads (seconds)")
+    w(f"## Creating and joining {opt.throughput_n:,} threads (seconds)")
     w("")
     w(f"`creation -T T -C C -n {opt.throughput_n}`: T creators, each keeping at most C "
       "children alive (1 x 1000 and 20 x 50: at most 1,000 alive in all), join the "
