@@ -10,7 +10,8 @@
         of the process that writes it, whichever /proc it goes through);
      2. the same inside a new user namespace, when not privileged;
      3. RLIMIT_NPROC under an otherwise unused uid (needs root).
-   It prints which one it used and fails if none can be set up.
+   It prints which one it used and fails if none can be set up
+   (T_PIDLIMIT_WAY=1, 2 or 3 forces one of them).
 
    Inside a pid namespace the first round starts at pid 2, later ones at
    300 (the kernel skips the reserved pids after wrapping), so round 0
@@ -270,7 +271,13 @@ int main(int argc, char **argv)
 	} ways[] = {{sandbox_pidns, NULL},
 		    {sandbox_pidns, (void *)1},
 		    {sandbox_nproc, NULL}};
-	for (size_t i = 0; i < sizeof ways / sizeof ways[0] && !used; i++) {
+	/* T_PIDLIMIT_WAY=1..3 forces one kind (to check each one works). */
+	const char *force = getenv("T_PIDLIMIT_WAY");
+	size_t first = force ? (size_t)atoi(force) - 1 : 0;
+	size_t last = force ? first + 1 : sizeof ways / sizeof ways[0];
+
+	REQUIRE(first < sizeof ways / sizeof ways[0], "bad T_PIDLIMIT_WAY");
+	for (size_t i = first; i < last && !used; i++) {
 		REQUIRE(run_child(ways[i].fn, ways[i].arg, 120000, &r) == 0,
 			"fork failed");
 		if (!r.timed_out && WIFEXITED(r.status) &&
