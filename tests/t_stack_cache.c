@@ -11,7 +11,8 @@
    - a small cache (1 MiB of resident bound) with 64 KiB threads holds at
      most ~15 blocks: after 64 threads alive at once end, the rest are
      unmapped and the address space (VmSize) shrinks accordingly;
-   - WEFT_STACK_CACHE_COUNT=8 keeps at most 8 blocks.
+   - WEFT_STACK_CACHE_COUNT=8 keeps at most 8 blocks, also in a fork
+     child, which inherits the blocks of the parent's running threads.
    The test re-executes itself with each setting (tunables are read at
    start-up). */
 #include <stdint.h>
@@ -186,6 +187,56 @@ static int run_no_trim(void)
 	return 0;
 }
 
+static void *wait_twice(void *a)
+{
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	return a;
+}
+
+/* At fork, the blocks of the threads that were running in the parent
+   go into the child's cache under the same bounds: beyond 8 they are
+   unmapped in the child before fork returns there, so the child's
+   address space is smaller than the parent's by about that much. */
+static void run_fork_bound(void)
+{
+	enum { N = 64 };
+	pthread_t t[N];
+	pthread_attr_t a;
+	long vm_parent, vm_child = -1;
+	int p[2], st;
+	pid_t pid;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	pthread_barrier_init(&bar, NULL, N + 1);
+	for (int i = 0; i < N; i++)
+		CHECK_ERR(pthread_create(&t[i], &a, wait_twice, NULL), 0);
+	pthread_barrier_wait(&bar);
+	REQUIRE(pipe(p) == 0, "pipe failed");
+	vm_parent = proc_status_kib("VmSize");
+	pid = fork();
+	if (pid == 0) {
+		vm_child = proc_status_kib("VmSize");
+		_exit(write(p[1], &vm_child, sizeof vm_child) == sizeof vm_child ? 0 : 1);
+	}
+	REQUIRE(pid > 0, "fork failed");
+	CHECK_EQ(read(p[0], &vm_child, sizeof vm_child), (long)sizeof vm_child);
+	waitpid(pid, &st, 0);
+	close(p[0]);
+	close(p[1]);
+	pthread_barrier_wait(&bar);
+	for (int i = 0; i < N; i++)
+		CHECK_ERR(pthread_join(t[i], NULL), 0);
+	pthread_barrier_destroy(&bar);
+	pthread_attr_destroy(&a);
+	fprintf(stderr, "fork with %d threads running: VmSize %ld KiB in the "
+			"parent, %ld in the child\n", N, vm_parent, vm_child);
+	CHECK(vm_parent - vm_child >= (N - 8) * 68,
+	      "the child's cache kept the parent threads' blocks: VmSize fell "
+	      "by %ld KiB, expected >= %d", vm_parent - vm_child, (N - 8) * 68);
+}
+
 static int run_count(void)
 {
 	enum { N = 64 };
@@ -212,6 +263,7 @@ static int run_count(void)
 	      "expected >= %d unmapped, got %lu", N - 8,
 	      s1.stacks_unmapped - s0.stacks_unmapped);
 	pthread_attr_destroy(&a);
+	run_fork_bound();
 	return 0;
 }
 
