@@ -2,10 +2,10 @@
  * section 7 experiment).
  *
  * T "top-level" threads share a budget of N thread creations (default
- * 100000).  Each top-level thread works through its share in rounds: it
- * starts up to C children back to back (so up to C of its children exist
- * at once), then joins all of them, and repeats.  Children do nothing but
- * return.  The clock runs from before the first top-level thread is
+ * 100000).  Each top-level thread keeps up to C children: as in the
+ * paper, once C of its children exist it waits for the oldest one to
+ * terminate (joins it) before creating the next.  Children do nothing
+ * but return.  The clock runs from before the first top-level thread is
  * created until the last one has been joined; only children are counted.
  *
  * Usage: creation -T tops -C children [-n total] [-s stack]
@@ -34,20 +34,28 @@ static void *top_main(void *arg)
 	pthread_t kids[tp->children];
 	long left = tp->quota;
 
-	while (left > 0) {
-		long k = left < tp->children ? left : tp->children;
-		for (long i = 0; i < k; i++) {
-			int rc = pthread_create(&kids[i], tp->attr, child, NULL);
-			if (rc != 0)
-				bench_die("pthread_create (child)", rc);
-		}
-		for (long i = 0; i < k; i++) {
-			int rc = pthread_join(kids[i], NULL);
-			if (rc != 0)
+	long made = 0, alive = 0;
+	int rc;
+
+	/* kids[] is a ring: slot made % C holds the oldest child once C
+	   are alive. */
+	while (made < left) {
+		long slot = made % tp->children;
+
+		if (alive == tp->children) {
+			if ((rc = pthread_join(kids[slot], NULL)) != 0)
 				bench_die("pthread_join (child)", rc);
+			alive--;
 		}
-		left -= k;
+		if ((rc = pthread_create(&kids[slot], tp->attr, child, NULL)) != 0)
+			bench_die("pthread_create (child)", rc);
+		made++;
+		alive++;
 	}
+	/* The last `alive` children, oldest first. */
+	for (long k = made - alive; k < made; k++)
+		if ((rc = pthread_join(kids[k % tp->children], NULL)) != 0)
+			bench_die("pthread_join (child)", rc);
 	return NULL;
 }
 

@@ -19,14 +19,30 @@
 #include <unistd.h>
 
 static sem_t slots;
+static long stack_use; /* -u: bytes of stack each thread touches */
+
+/* Touches `n` bytes of the thread's stack, one write per page, so a
+   thread that really uses its stack can be measured (what becomes of
+   those pages when it dies is a library decision). */
+static void __attribute__((noinline)) use_stack(long n)
+{
+	if (n <= 0)
+		return;
+	char buf[n];
+	for (long i = 0; i < n; i += 4096)
+		buf[i] = (char)i;
+	__asm__ volatile("" : : "r"(buf) : "memory");
+}
 
 static void *noop(void *arg)
 {
+	use_stack(stack_use);
 	return arg;
 }
 
 static void *noop_post(void *arg)
 {
+	use_stack(stack_use);
 	sem_post(&slots);
 	return arg;
 }
@@ -34,12 +50,13 @@ static void *noop_post(void *arg)
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-n iterations] [-d] [-W window] [-w warmup] [-s stacksize]\n"
+		"usage: %s [-n iterations] [-d] [-W window] [-w warmup] [-s stacksize] [-u bytes]\n"
 		"  -n N   measured create/reap cycles (default 100000; 10k, 1m suffixes ok)\n"
 		"  -d     detached variant (reap via thread exit, bounded by -W)\n"
 		"  -W K   detached variant: at most K threads alive at once (default 1)\n"
 		"  -w N   unmeasured warm-up cycles (default 1000)\n"
-		"  -s B   stack size in bytes for the threads (default: library default)\n",
+		"  -s B   stack size in bytes for the threads (default: library default)\n"
+		"  -u B   each thread touches B bytes of its stack (default 0)\n",
 		prog);
 	exit(2);
 }
@@ -87,13 +104,14 @@ int main(int argc, char **argv)
 	long n = 100000, warm = 1000, window = 1, stack = 0;
 	int detached = 0, opt;
 
-	while ((opt = getopt(argc, argv, "n:dW:w:s:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:dW:w:s:u:h")) != -1) {
 		switch (opt) {
 		case 'n': n = bench_arg_long("-n", optarg); break;
 		case 'd': detached = 1; break;
 		case 'W': window = bench_arg_long("-W", optarg); break;
 		case 'w': warm = bench_arg_long("-w", optarg); break;
 		case 's': stack = bench_arg_long("-s", optarg); break;
+		case 'u': stack_use = bench_arg_long("-u", optarg); break;
 		default: usage(argv[0]);
 		}
 	}
@@ -131,10 +149,11 @@ int main(int argc, char **argv)
 	}
 	double sec = bench_now() - t0;
 
-	printf("RESULT bench=lifecycle variant=%s n=%ld window=%ld sec=%.6f "
+	printf("RESULT bench=lifecycle variant=%s n=%ld window=%ld use=%ld sec=%.6f "
 	       "ops_per_s=%.1f ns_per_op=%.1f pthread_lib=%s\n",
-	       detached ? "detached" : "joinable", n, detached ? window : 1L, sec,
-	       (double)n / sec, sec * 1e9 / (double)n, bench_pthread_lib());
+	       detached ? "detached" : "joinable", n, detached ? window : 1L,
+	       stack_use, sec, (double)n / sec, sec * 1e9 / (double)n,
+	       bench_pthread_lib());
 	pthread_attr_destroy(&attr);
 	return 0;
 }

@@ -42,6 +42,17 @@ FULL_C = list(range(1, 11))
 
 PIN_CPU = "0"
 
+# per-thread figures printed by bench/memory.c, in the order of the table
+MEMORY_KEYS = ["rss_kib", "pte_kib", "maps", "kstack_kib", "pagetables_kib",
+               "sunreclaim_kib", "slab_kib", "vsz_kib", "rss_after_join_kib",
+               "maps_after_join"]
+MEMORY_LABELS = {
+    "rss_kib": "VmRSS (KiB)", "pte_kib": "VmPTE (KiB)", "maps": "mappings",
+    "kstack_kib": "KernelStack (KiB)", "pagetables_kib": "PageTables (KiB)",
+    "sunreclaim_kib": "SUnreclaim (KiB)", "slab_kib": "Slab (KiB)",
+    "vsz_kib": "VmSize (KiB)", "rss_after_join_kib": "VmRSS kept after join (KiB, total)",
+    "maps_after_join": "mappings kept after join (total)"}
+
 
 # --------------------------------------------------------------- helpers
 
@@ -121,14 +132,15 @@ def unique_configs(items):
 class Item:
     """One benchmark configuration, run under several implementations."""
 
-    def __init__(self, bench, variant, args, pin, impls, T=None, C=None):
-        self.bench = bench        # lifecycle | rawclone | creation
-        self.variant = variant    # joinable/detached/-/TxC
+    def __init__(self, bench, variant, args, pin, impls, T=None, C=None, prog=None):
+        self.bench = bench        # lifecycle | rawclone | creation | throughput | memory
+        self.variant = variant    # joinable/detached/-/TxC/1 creator/16K...
         self.args = args
         self.pin = pin            # "unpinned" | "pinned"
         self.impls = impls        # list of Impl
         self.T = T
         self.C = C
+        self.prog = prog or bench  # the program in --bindir
 
     def argv(self, impl):
         cmd = []
@@ -161,7 +173,8 @@ def build_plan(opt, impls):
     b = opt.bindir
     items = []
     ab = [impls["glibc"]] + ([impls["weft"]] if "weft" in impls else [])
-    want = set(opt.only.split(",")) if opt.only else {"lifecycle", "rawclone", "creation"}
+    want = set(opt.only.split(",")) if opt.only else {"lifecycle", "rawclone", "creation",
+                                                      "throughput", "memory"}
     for pin in pins:
         if "lifecycle" in want:
             n = ["-n", str(opt.lifecycle_n)]
@@ -184,6 +197,18 @@ def build_plan(opt, impls):
                     items.append(Item("creation", f"T{T}xC{C}",
                                       ["-T", str(T), "-C", str(C), "-n", str(opt.creation_n)],
                                       pin, list(ab), T=T, C=C))
+        if "throughput" in want:
+            # issue 3: create and join 100,000 threads, at most 1,000 alive,
+            # from one creator and from 20
+            for T, C, name in ((1, 1000, "1 creator"), (20, 50, "20 creators")):
+                items.append(Item("throughput", name,
+                                  ["-T", str(T), "-C", str(C), "-n", str(opt.throughput_n)],
+                                  pin, list(ab), T=T, C=C, prog="creation"))
+    if "memory" in want:
+        # memory does not depend on pinning: unpinned only
+        for stack, name in ((16384, "PTHREAD_STACK_MIN (16 KiB)"), (0, "default (8 MiB)")):
+            items.append(Item("memory", name, ["-N", str(opt.memory_n), "-s", str(stack)],
+                              "unpinned", list(ab)))
     return items
 
 
@@ -218,7 +243,9 @@ def run_one(item, impl, timeout):
         return {"status": "fail", "wall": wall, "why": why}
     out = {"status": "ok", "wall": wall,
            "ops_per_s": float(res["ops_per_s"]), "sec": float(res["sec"]),
-           "pthread_lib": res.get("pthread_lib", "?")}
+           "pthread_lib": res.get("pthread_lib", "?"),
+           "metrics": " ".join(f"{k}={v}" for k, v in res.items()
+                               if k in MEMORY_KEYS)}
     expect = {"glibc": "libc.so.6", "weft": "libweft.so"}.get(impl.name)
     if impl.preload is None and impl.name == "weft":
         expect = None  # --fake-weft: nothing to check
@@ -234,7 +261,7 @@ def run_all(items, opt, csv_path):
     done = 0
     t_start = time.monotonic()
     fields = ["rep", "bench", "variant", "T", "C", "pin", "impl", "status",
-              "ops_per_s", "sec", "pthread_lib", "why", "cmd"]
+              "ops_per_s", "sec", "pthread_lib", "why", "metrics", "cmd"]
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -250,7 +277,8 @@ def run_all(items, opt, csv_path):
                                "impl": impl.name, "status": r["status"],
                                "ops_per_s": r.get("ops_per_s", ""), "sec": r.get("sec", ""),
                                "pthread_lib": r.get("pthread_lib", ""),
-                               "why": r.get("why", ""), "cmd": it.shown_cmd(impl)}
+                               "why": r.get("why", ""), "metrics": r.get("metrics", ""),
+                               "cmd": it.shown_cmd(impl)}
                         w.writerow(row)
                         f.flush()
                         row["_item"] = it
@@ -413,36 +441,43 @@ plot {", ".join(plot_parts)}
 
         Ts = sorted({r[0] for r in grid_rows})
         Cs = sorted({r[1] for r in grid_rows})
+        def secs(rate):
+            return opt.creation_n / rate if rate else None
+
+        # the paper's Figure 1 (vs T, minimum time over C) and Figure 2
+        # (vs C, minimum time over T): columns 4 and 5 are those times
         bg, bw = best(grid_rows, 0, 2), best(grid_rows, 0, 3)
         write_dat(os.path.join(out, f"creation_vsT_{pin}.dat"),
-                  ["T", "glibc_best_over_C", "weft_best_over_C"],
-                  [[t, bg.get(t), bw.get(t)] for t in Ts])
+                  ["T", "glibc_best_over_C", "weft_best_over_C",
+                   "glibc_min_sec_over_C", "weft_min_sec_over_C"],
+                  [[t, bg.get(t), bw.get(t), secs(bg.get(t)), secs(bw.get(t))] for t in Ts])
         cg, cw = best(grid_rows, 1, 2), best(grid_rows, 1, 3)
         write_dat(os.path.join(out, f"creation_vsC_{pin}.dat"),
-                  ["C", "glibc_best_over_T", "weft_best_over_T"],
-                  [[c, cg.get(c), cw.get(c)] for c in Cs])
+                  ["C", "glibc_best_over_T", "weft_best_over_T",
+                   "glibc_min_sec_over_T", "weft_min_sec_over_T"],
+                  [[c, cg.get(c), cw.get(c), secs(cg.get(c)), secs(cw.get(c))] for c in Cs])
         if have_gp:
             wl = impls["weft"].label if "weft" in impls else "weft"
-            for axis, xlabel, sub, xs in (("T", "top-level threads T", "best over C", Ts),
-                                          ("C", "children per top-level thread C", "best over T", Cs)):
+            for axis, fig, xlabel, sub, xs in (
+                    ("T", "Figure 1", "top-level threads T", "minimum over C", Ts),
+                    ("C", "Figure 2", "children per top-level thread C", "minimum over T", Cs)):
                 name = f"creation_vs{axis}_{pin}"
                 xt = ", ".join(str(x) for x in xs)
                 gp = f"""set terminal {term}
 set output '{name}.png'
-set title 'Concurrent creation, {pin}: creations per second ({sub}, median of runs)'
+set title '{fig} (NPTL paper, section 7), {pin}: time for {opt.creation_n} creations ({sub}, median of runs)' noenhanced
 set xlabel '{xlabel}'
-set ylabel 'creations per second'
+set ylabel 'seconds'
 set grid
 set xtics ({xt})
 set yrange [0:*]
-set format y '%.0s%c'
-set key bottom right noenhanced
+set key top right noenhanced
 set datafile missing 'NaN'
-plot '{name}.dat' using 1:2 with linespoints lw 2 pt 7 title 'glibc NPTL', \\
-     '{name}.dat' using 1:3 with linespoints lw 2 pt 5 title '{wl}'
+plot '{name}.dat' using 1:4 with linespoints lw 2 pt 7 title 'glibc NPTL', \\
+     '{name}.dat' using 1:5 with linespoints lw 2 pt 5 title '{wl}'
 """
                 scripts.append((name + ".gp", gp))
-                plots.append((f"Creation vs {axis} ({pin})", name + ".png"))
+                plots.append((f"{fig}: creation time vs {axis} ({pin})", name + ".png"))
             if "weft" in impls and len(Cs) <= 6:
                 # ratio per cell: one line per C, against T
                 name = f"creation_ratio_{pin}"
@@ -533,6 +568,87 @@ def lib_fact(path):
         return f"`{rel(path)}` ({st.st_size} bytes, built {when:%Y-%m-%d %H:%M} UTC, sha256 {h.hexdigest()[:12]})"
     except OSError:
         return f"`{rel(path)}` (missing)"
+
+
+def ok_runs(runs, it, impl):
+    return [r for r in runs if r["_item"] is it and r["impl"] == impl and r["status"] == "ok"]
+
+
+def spread_str(vals):
+    m = median(vals)
+    if len(vals) < 2 or not m:
+        return ""
+    return f" ±{100.0 * (max(vals) - min(vals)) / m / 2:.0f}%"
+
+
+def write_throughput(w, items, runs, impls, opt):
+    its = [it for it in items if it.bench == "throughput"]
+    if not its:
+        return
+    w(f"## Creating and joining {opt.throughput_n:,} threads (seconds)")
+    w("")
+    w(f"`creation -T T -C C -n {opt.throughput_n}`: T creators, each keeping at most C "
+      "children alive (1 x 1000 and 20 x 50: at most 1,000 alive in all), join the "
+      "oldest before creating the next. The time is for all creations and joins. "
+      "Issue 3's reference: glibc about 0.95 s (1 creator) and 0.63 s (20 creators) "
+      "for 100,000; target: weft's time at most 0.8 x glibc's. "
+      "**time ratio = weft / glibc: < 1 means weft is faster.**")
+    w("")
+    hdr = ["creators", "CPUs", "glibc (s)"] + (["weft (s)", "time ratio weft/glibc",
+                                               "target <= 0.8"] if "weft" in impls else [])
+    w("| " + " | ".join(hdr) + " |")
+    w("|" + "---|" * len(hdr))
+    for it in its:
+        g = [r["sec"] for r in ok_runs(runs, it, "glibc")]
+        row = [it.variant, it.pin,
+               (f"{median(g):.3f}{spread_str(g)}" if g else "FAILED")]
+        if "weft" in impls:
+            wf = [r["sec"] for r in ok_runs(runs, it, "weft")]
+            rt = median(wf) / median(g) if g and wf else None
+            row += [f"{median(wf):.3f}{spread_str(wf)}" if wf else "FAILED",
+                    fmt_ratio(rt), "n/a" if rt is None else ("met" if rt <= 0.8 else "missed")]
+        w("| " + " | ".join(row) + " |")
+    w("")
+
+
+def write_memory(w, items, runs, impls, opt):
+    its = [it for it in items if it.bench == "memory"]
+    if not its:
+        return
+    w("## Memory of idle threads (per thread)")
+    w("")
+    w(f"`memory -N {opt.memory_n} -s S`: {opt.memory_n} threads that sleep on a futex; the "
+      "difference between before and after creating them, divided by their number. "
+      "User memory from `/proc/self/status` (VmRSS, VmPTE, VmSize) and `/proc/self/maps`; "
+      "kernel memory from `/proc/meminfo` (KernelStack, PageTables, SUnreclaim, Slab), "
+      "which is system-wide: other activity on the machine adds noise, hence medians. "
+      "The last two rows are totals after all threads were joined: what the library "
+      "keeps of dead threads (its stack cache). Target: weft no higher than glibc at "
+      "the same stack size.")
+    w("")
+    for it in its:
+        w(f"### stack size: {it.variant}")
+        w("")
+        hdr = ["per thread", "glibc"] + (["weft", "weft - glibc"] if "weft" in impls else [])
+        w("| " + " | ".join(hdr) + " |")
+        w("|" + "---|" * len(hdr))
+        per = {}
+        for impl in ("glibc", "weft"):
+            vals = {}
+            for r in ok_runs(runs, it, impl):
+                for tok in r.get("metrics", "").split():
+                    k, v = tok.split("=", 1)
+                    vals.setdefault(k, []).append(float(v))
+            per[impl] = vals
+        for k in MEMORY_KEYS:
+            g = per["glibc"].get(k)
+            row = [MEMORY_LABELS[k], f"{median(g):,.2f}" if g else "n/a"]
+            if "weft" in impls:
+                wf = per["weft"].get(k)
+                row += [f"{median(wf):,.2f}" if wf else "n/a",
+                        f"{median(wf) - median(g):+,.2f}" if g and wf else "n/a"]
+            w("| " + " | ".join(row) + " |")
+        w("")
 
 
 def write_report(opt, items, cells, runs, impls, plots, have_gp, facts, started, elapsed,
@@ -670,9 +786,11 @@ def write_report(opt, items, cells, runs, impls, plots, have_gp, facts, started,
         w("## Concurrent thread creation (creations per second)")
         w("")
         w("`creation -T T -C C`: T top-level threads share the creation budget; each "
-          "repeatedly starts C children (so up to C of them exist at once), then joins "
-          "them. Children return at once. Wall time covers everything from the first "
-          "top-level `pthread_create` to the last join.")
+          "keeps up to C children alive and, as in the paper, joins its oldest child "
+          "before creating another once C exist. Children return at once. Wall time "
+          "covers everything from the first top-level `pthread_create` to the last "
+          "join. Figure 1 (time against T, the minimum over C) and Figure 2 (time "
+          "against C, the minimum over T) are the paper's two summaries of the grid.")
         w("")
         for pin in ("unpinned", "pinned"):
             its = [it for it in cre if it.pin == pin]
@@ -707,6 +825,8 @@ def write_report(opt, items, cells, runs, impls, plots, have_gp, facts, started,
                 if p.endswith(f"_{pin}.png"):
                     w(f"![{t}]({out_rel}/{p})")
                     w("")
+    write_throughput(w, items, runs, impls, opt)
+    write_memory(w, items, runs, impls, opt)
     bad = [r for r in runs if r["status"] != "ok"]
     w("## Failed runs")
     w("")
@@ -751,7 +871,12 @@ def main():
     ap.add_argument("--full-grid", action="store_true",
                     help="T=1..20 x C=1..10 with 100000 creations per cell (hours)")
     ap.add_argument("--only", default="",
-                    help="comma list of lifecycle,rawclone,creation (default all)")
+                    help="comma list of lifecycle,rawclone,creation,throughput,memory "
+                         "(default all)")
+    ap.add_argument("--throughput-n", type=int, default=None,
+                    help="threads created and joined per throughput run (default 100000)")
+    ap.add_argument("--memory-n", type=int, default=None,
+                    help="idle threads per memory run (default 1000)")
     ap.add_argument("--no-detached", action="store_true", help="skip lifecycle -d")
     ap.add_argument("--musl-detached", action="store_true",
                     help="also run the musl build in the detached variant")
@@ -805,6 +930,10 @@ def main():
             opt.tops = [1, 4]
         if opt.children is None:
             opt.children = [1, 5]
+        if opt.throughput_n is None:
+            opt.throughput_n = 5000
+        if opt.memory_n is None:
+            opt.memory_n = 200
     if opt.full_grid:
         opt.tops = opt.tops or FULL_T
         opt.children = opt.children or FULL_C
@@ -814,6 +943,10 @@ def main():
     opt.children = opt.children or DEFAULT_C
     if opt.creation_n is None:
         opt.creation_n = 20000
+    if opt.throughput_n is None:
+        opt.throughput_n = 100000
+    if opt.memory_n is None:
+        opt.memory_n = 1000
     if opt.musl_n is None:
         opt.musl_n = min(opt.lifecycle_n, 20000)
     if opt.reps < 1:
@@ -828,7 +961,7 @@ def main():
         if fn.endswith((".png", ".dat", ".gp")) or fn == "raw.csv":
             os.remove(os.path.join(opt.out, fn))
 
-    for prog in ("lifecycle", "creation", "rawclone"):
+    for prog in ("lifecycle", "creation", "rawclone", "memory"):
         p = os.path.join(opt.bindir, prog)
         if not os.access(p, os.X_OK):
             sys.exit(f"run.py: {p} missing: build first with `make -C bench build`")
@@ -858,7 +991,7 @@ def main():
         fixed = []
         for impl in it.impls:
             if impl.binary is None:
-                impl = Impl(impl.name, os.path.join(opt.bindir, it.bench), impl.preload, impl.label)
+                impl = Impl(impl.name, os.path.join(opt.bindir, it.prog), impl.preload, impl.label)
             fixed.append(impl)
         it.impls = fixed
 

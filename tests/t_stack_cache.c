@@ -1,13 +1,21 @@
-/* The stack cache and its tunable WEFT_STACK_CACHE.
+/* The stack cache, its bounds and what it keeps resident.
    - by default, sequential create/join reuses one block: nearly no new
      mappings;
+   - a cached block is reused only for the same size and guard;
+   - a thread that used 1 MiB of its 8 MiB stack gives it back when it
+     dies (WEFT_STACK_TRIM=dontneed, the default): RSS falls back; with
+     WEFT_STACK_TRIM=none it stays (so the check can fail);
+   - transparent huge pages: a small stack's block is marked "no huge
+     pages" (VmFlags nh) and holds no AnonHugePages;
    - WEFT_STACK_CACHE=0: every dead thread's block is unmapped;
-   - a small cache (1 MiB) with 64 KiB threads holds at most ~16 blocks:
-     after 64 threads alive at once end, the rest are unmapped and the
-     address space (VmSize) shrinks accordingly;
-   - a cached block is reused only for the same size and guard.
-   The test re-executes itself with each setting (the tunable is read at
+   - a small cache (1 MiB of resident bound) with 64 KiB threads holds at
+     most ~15 blocks: after 64 threads alive at once end, the rest are
+     unmapped and the address space (VmSize) shrinks accordingly;
+   - WEFT_STACK_CACHE_COUNT=8 keeps at most 8 blocks, also in a fork
+     child, which inherits the blocks of the parent's running threads.
+   The test re-executes itself with each setting (tunables are read at
    start-up). */
+#include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
@@ -23,6 +31,114 @@ static struct weft_stats stats(void)
 
 	weft_get_stats(&s);
 	return s;
+}
+
+/* Touches `n` bytes of stack, one write per page. */
+static void __attribute__((noinline)) use_stack(long n)
+{
+	char buf[n];
+
+	for (long i = 0; i < n; i += 4096)
+		buf[i] = (char)i;
+	__asm__ volatile("" : : "r"(buf) : "memory");
+}
+
+static void *deep(void *a)
+{
+	use_stack(1L << 20);
+	return a;
+}
+
+/* RSS kept after a thread that used 1 MiB of an 8 MiB stack is joined;
+   its block stays in the cache. */
+static long rss_kept_after_deep_thread(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	long before;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 8 << 20);
+	/* Once to have the block cached, then measure a reuse. */
+	CHECK_ERR(pthread_create(&t, &a, nothing, NULL), 0);
+	CHECK_ERR(pthread_join(t, NULL), 0);
+	before = rss_kib();
+	CHECK_ERR(pthread_create(&t, &a, deep, NULL), 0);
+	CHECK_ERR(pthread_join(t, NULL), 0);
+	pthread_attr_destroy(&a);
+	return rss_kib() - before;
+}
+
+static pthread_barrier_t bar;
+static void *wait_all(void *a)
+{
+	pthread_barrier_wait(&bar);
+	return a;
+}
+
+/* The smaps entry of the mapping holding `addr`: VmFlags has "nh", and
+   no AnonHugePages. */
+static void check_no_huge_pages(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0, seen_flags = 0;
+	long huge = -1;
+
+	REQUIRE(f, "cannot open /proc/self/smaps");
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char c;
+
+		if (sscanf(line, "%lx-%lx %c", &lo, &hi, &c) == 3 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (!in)
+			continue;
+		if (strncmp(line, "AnonHugePages:", 14) == 0)
+			huge = strtol(line + 14, NULL, 10);
+		if (strncmp(line, "VmFlags:", 8) == 0) {
+			seen_flags = 1;
+			CHECK(strstr(line, " nh") != NULL,
+			      "stack block flags: expected nh (no huge pages), "
+			      "got%s", line + 8);
+		}
+	}
+	fclose(f);
+	CHECK(seen_flags, "no smaps entry for the stack at %p", addr);
+	CHECK_EQ(huge, 0);
+}
+
+static void *touch_and_wait(void *a)
+{
+	use_stack(48 << 10);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	return a;
+}
+
+static void run_thp(void)
+{
+	pthread_t t;
+	pthread_attr_t a, ga;
+	void *addr;
+	size_t size;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	pthread_barrier_init(&bar, NULL, 2);
+	CHECK_ERR(pthread_create(&t, &a, touch_and_wait, NULL), 0);
+	pthread_barrier_wait(&bar);
+	CHECK_ERR(pthread_getattr_np(t, &ga), 0);
+	CHECK_ERR(pthread_attr_getstack(&ga, &addr, &size), 0);
+	check_no_huge_pages((char *)addr + size - 1);
+	pthread_barrier_wait(&bar);
+	CHECK_ERR(pthread_join(t, NULL), 0);
+	pthread_barrier_destroy(&bar);
+	pthread_attr_destroy(&ga);
+	pthread_attr_destroy(&a);
 }
 
 static int run_default(void)
@@ -51,6 +167,105 @@ static int run_default(void)
 	s1 = stats();
 	CHECK_EQ(s1.stacks_mapped - s0.stacks_mapped, 1);
 	pthread_attr_destroy(&a);
+
+	long kept = rss_kept_after_deep_thread();
+	fprintf(stderr, "RSS kept after a thread used 1 MiB of stack: %ld KiB\n",
+		kept);
+	CHECK(kept < 256, "a dead thread's used stack was not given back: "
+	      "RSS grew by %ld KiB (expected < 256)", kept);
+	run_thp();
+	return 0;
+}
+
+static int run_no_trim(void)
+{
+	long kept = rss_kept_after_deep_thread();
+
+	fprintf(stderr, "WEFT_STACK_TRIM=none: RSS kept %ld KiB\n", kept);
+	CHECK(kept >= 900, "with trimming off, expected the 1 MiB used to "
+	      "stay resident, RSS grew by %ld KiB", kept);
+	return 0;
+}
+
+static void *wait_twice(void *a)
+{
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	return a;
+}
+
+/* At fork, the blocks of the threads that were running in the parent
+   go into the child's cache under the same bounds: beyond 8 they are
+   unmapped in the child before fork returns there, so the child's
+   address space is smaller than the parent's by about that much. */
+static void run_fork_bound(void)
+{
+	enum { N = 64 };
+	pthread_t t[N];
+	pthread_attr_t a;
+	long vm_parent, vm_child = -1;
+	int p[2], st;
+	pid_t pid;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	pthread_barrier_init(&bar, NULL, N + 1);
+	for (int i = 0; i < N; i++)
+		CHECK_ERR(pthread_create(&t[i], &a, wait_twice, NULL), 0);
+	pthread_barrier_wait(&bar);
+	REQUIRE(pipe(p) == 0, "pipe failed");
+	vm_parent = proc_status_kib("VmSize");
+	pid = fork();
+	if (pid == 0) {
+		vm_child = proc_status_kib("VmSize");
+		_exit(write(p[1], &vm_child, sizeof vm_child) == sizeof vm_child ? 0 : 1);
+	}
+	REQUIRE(pid > 0, "fork failed");
+	CHECK_EQ(read(p[0], &vm_child, sizeof vm_child), (long)sizeof vm_child);
+	waitpid(pid, &st, 0);
+	close(p[0]);
+	close(p[1]);
+	pthread_barrier_wait(&bar);
+	for (int i = 0; i < N; i++)
+		CHECK_ERR(pthread_join(t[i], NULL), 0);
+	pthread_barrier_destroy(&bar);
+	pthread_attr_destroy(&a);
+	fprintf(stderr, "fork with %d threads running: VmSize %ld KiB in the "
+			"parent, %ld in the child\n", N, vm_parent, vm_child);
+	/* 56 blocks of 68 KiB, less some slack for what stdio may map. */
+	CHECK(vm_parent - vm_child >= (N - 8) * 68 - 512,
+	      "the child's cache kept the parent threads' blocks: VmSize fell "
+	      "by %ld KiB, expected >= %d", vm_parent - vm_child,
+	      (N - 8) * 68 - 512);
+}
+
+static int run_count(void)
+{
+	enum { N = 64 };
+	pthread_t t[N];
+	pthread_attr_t a;
+	struct weft_stats s0 = stats(), s1;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	pthread_barrier_init(&bar, NULL, N + 1);
+	for (int i = 0; i < N; i++)
+		CHECK_ERR(pthread_create(&t[i], &a, wait_all, NULL), 0);
+	pthread_barrier_wait(&bar);
+	for (int i = 0; i < N; i++)
+		CHECK_ERR(pthread_join(t[i], NULL), 0);
+	s1 = stats();
+	fprintf(stderr, "WEFT_STACK_CACHE_COUNT=8: %lu blocks held after %d "
+			"threads\n",
+		s1.stacks_mapped - s1.stacks_unmapped, N);
+	CHECK(s1.stacks_mapped - s1.stacks_unmapped <= 8,
+	      "expected at most 8 blocks held, got %lu",
+	      s1.stacks_mapped - s1.stacks_unmapped);
+	CHECK(s1.stacks_unmapped - s0.stacks_unmapped >= N - 8,
+	      "expected >= %d unmapped, got %lu", N - 8,
+	      s1.stacks_unmapped - s0.stacks_unmapped);
+	pthread_attr_destroy(&a);
+	run_fork_bound();
 	return 0;
 }
 
@@ -68,13 +283,6 @@ static int run_no_cache(void)
 	CHECK_EQ(s1.stacks_mapped - s0.stacks_mapped, 200);
 	CHECK_EQ(s1.stacks_unmapped - s0.stacks_unmapped, 200);
 	return 0;
-}
-
-static pthread_barrier_t bar;
-static void *wait_all(void *a)
-{
-	pthread_barrier_wait(&bar);
-	return a;
 }
 
 static int run_small_cache(void)
@@ -115,38 +323,46 @@ static int run_small_cache(void)
 	return 0;
 }
 
+/* Re-runs this program with one more environment setting. */
+static void rerun(char **argv, const char *var, const char *value)
+{
+	int st;
+
+	setenv("T_STACK_CACHE_PHASE", var, 1);
+	setenv(var, value, 1);
+	if (fork() == 0) {
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	wait(&st);
+	unsetenv(var);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "%s=%s run: expected exit 0, got 0x%x", var, value, st);
+}
+
 int main(int argc, char **argv)
 {
 	const char *phase = getenv("T_STACK_CACHE_PHASE");
 
 	(void)argc;
 	WEFT_REQUIRE();
+	REQUIRE_SERVED(pthread_create);
 	if (!phase) {
-		/* Parent: default setting here, then re-run for the others. */
+		/* Parent: default settings here, then re-run for the others. */
 		run_default();
-		setenv("T_STACK_CACHE_PHASE", "0", 1);
-		setenv("WEFT_STACK_CACHE", "0", 1);
-		if (fork() == 0) {
-			execv("/proc/self/exe", argv);
-			_exit(127);
-		}
-		int st;
-		wait(&st);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		      "WEFT_STACK_CACHE=0 run: expected exit 0, got 0x%x", st);
-		setenv("T_STACK_CACHE_PHASE", "1M", 1);
-		setenv("WEFT_STACK_CACHE", "1M", 1);
-		if (fork() == 0) {
-			execv("/proc/self/exe", argv);
-			_exit(127);
-		}
-		wait(&st);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		      "WEFT_STACK_CACHE=1M run: expected exit 0, got 0x%x", st);
-	} else if (strcmp(phase, "0") == 0) {
-		run_no_cache();
+		rerun(argv, "WEFT_STACK_CACHE", "0");
+		rerun(argv, "WEFT_STACK_CACHE", "1M");
+		rerun(argv, "WEFT_STACK_CACHE_COUNT", "8");
+		rerun(argv, "WEFT_STACK_TRIM", "none");
+	} else if (strcmp(phase, "WEFT_STACK_CACHE") == 0) {
+		if (strcmp(getenv("WEFT_STACK_CACHE"), "0") == 0)
+			run_no_cache();
+		else
+			run_small_cache();
+	} else if (strcmp(phase, "WEFT_STACK_CACHE_COUNT") == 0) {
+		run_count();
 	} else {
-		run_small_cache();
+		run_no_trim();
 	}
 	TEST_DONE();
 }

@@ -60,9 +60,16 @@ WEFT_EXPORT void weft_print_info(int fd)
 			host_threads_listed() ? "member (set*id, dlopen TLS reach weft threads)"
 					      : "not a member (unknown setxid_futex offset)");
 	dprintf(fd, "tunables:\n");
-	dprintf(fd, "  WEFT_STACK_CACHE=%zu (bytes of dead threads' stacks kept; "
+	dprintf(fd, "  WEFT_STACK_CACHE=%zu (resident bytes of dead threads' stacks kept; "
 		    "default %lu)\n",
 		weft_tunables.stack_cache_bytes, WEFT_STACK_CACHE_DEFAULT);
+	dprintf(fd, "  WEFT_STACK_CACHE_COUNT=%zu (dead threads' blocks kept; "
+		    "default %lu)\n",
+		weft_tunables.stack_cache_count, WEFT_STACK_CACHE_COUNT_DEFAULT);
+	dprintf(fd, "  WEFT_STACK_TRIM=%s (unused stack of a dead thread: "
+		    "none, dontneed, free; default %s)\n",
+		tunables_trim_name(weft_tunables.stack_trim),
+		tunables_trim_name(WEFT_STACK_TRIM_DEFAULT));
 	dprintf(fd, "  WEFT_REPORT=%s (file for counters at exit)\n",
 		weft_tunables.report_path ? weft_tunables.report_path : "");
 	dprintf(fd, "default stack size: %zu\n", stack_default_size());

@@ -61,6 +61,10 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 		t->has_malloc_state =
 			host_malloc_state_take(t->tcb, t->malloc_state);
 	}
+	/* Before anyone may cache the block: its resident bound must be
+	   final when it enters the cache. */
+	if (t->map_base)
+		stack_trim_unused(t);
 	if (!__atomic_compare_exchange_n(&t->join_state, &s, WEFT_EXITING, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
 	    s == WEFT_DETACHED)

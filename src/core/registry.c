@@ -54,48 +54,67 @@ static uint64_t make_handle(uint32_t idx, uint32_t gen)
 	return HANDLE_TAG | ((uint64_t)gen << 32) | idx;
 }
 
-/* Called with reg_lock held. */
-static int grow(void)
+/* A fresh chunk of slots, mapped with no lock held. */
+static struct slot *new_chunk(void)
 {
-	uint32_t c = nslots / SLOTS_PER_CHUNK;
-	struct slot *mem;
+	struct slot *mem = sys_mmap(NULL, SLOTS_PER_CHUNK * sizeof(struct slot),
+				    PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (c >= MAX_CHUNKS)
-		return -EAGAIN;
-	mem = sys_mmap(NULL, SLOTS_PER_CHUNK * sizeof(struct slot),
-		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		       0);
 	if (sys_mmap_failed(mem))
-		return -EAGAIN;
+		return NULL;
 	for (uint32_t i = 0; i < SLOTS_PER_CHUNK; i++)
 		mem[i].gen = 1;
-	__atomic_store_n(&chunks[c], mem, __ATOMIC_RELEASE);
-	return 0;
+	return mem;
+}
+
+/* Called with reg_lock held: the next slot, from the free list or the
+   end of the table; NULL when the table's last chunk is full. */
+static struct slot *take_slot(uint32_t *idx)
+{
+	if (free_head) {
+		struct slot *s = slot_at(free_head - 1);
+
+		*idx = free_head - 1;
+		free_head = s->next_free;
+		return s;
+	}
+	if (nslots / SLOTS_PER_CHUNK >= MAX_CHUNKS || !slot_at(nslots))
+		return NULL;
+	*idx = nslots++;
+	return slot_at(*idx);
 }
 
 int registry_add(struct weft_thread *t)
 {
 	uint32_t idx;
-	struct slot *s;
+	struct slot *s, *fresh = NULL;
 
 	weft_lock(&reg_lock);
-	if (free_head) {
-		idx = free_head - 1;
-		s = slot_at(idx);
-		free_head = s->next_free;
-	} else {
-		if (nslots % SLOTS_PER_CHUNK == 0 && grow() != 0) {
-			weft_unlock(&reg_lock);
+	/* Growing maps memory: that system call is made with the lock
+	   dropped (once per 1024 threads), so creators never wait on it. */
+	while (!(s = take_slot(&idx))) {
+		uint32_t c = nslots / SLOTS_PER_CHUNK;
+
+		weft_unlock(&reg_lock);
+		if (c >= MAX_CHUNKS || (!fresh && !(fresh = new_chunk()))) {
+			if (fresh)
+				sys_munmap(fresh, SLOTS_PER_CHUNK * sizeof(struct slot));
 			return -EAGAIN;
 		}
-		idx = nslots++;
-		s = slot_at(idx);
+		weft_lock(&reg_lock);
+		if (!chunks[c]) {
+			__atomic_store_n(&chunks[c], fresh, __ATOMIC_RELEASE);
+			fresh = NULL;
+		} /* else another creator was quicker: ours goes back */
 	}
 	live++;
 	t->slot = idx;
 	t->handle = make_handle(idx, s->gen);
 	__atomic_store_n(&s->thr, t, __ATOMIC_RELEASE);
 	weft_unlock(&reg_lock);
+	if (fresh)
+		sys_munmap(fresh, SLOTS_PER_CHUNK * sizeof(struct slot));
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 
 #include "../host/glibc.h"
 #include "lock.h"
@@ -30,11 +31,21 @@ static weft_lock_t cache_lock = WEFT_LOCK_INIT;
    the tail (trimmed first), so both ends are found without a walk in the
    usual case: the lock is held for a few instructions. */
 static struct weft_thread *cache_head, *cache_tail;
-static size_t cache_bytes;
+static size_t cache_bytes; /* resident estimate of the cached blocks */
+static size_t cache_count;
 
-/* Malloc states whose mapping was unmapped, waiting for a new thread. */
-static uintptr_t (*pool)[WEFT_MALLOC_WORDS];
-static size_t pool_len, pool_cap;
+/* Malloc states whose mapping was unmapped, waiting for a new thread:
+   a stack of chunks.  Only the head chunk may be partly filled, so a put
+   or a take touches the head only; a new chunk is mapped with no lock
+   held, so the lock never covers a system call. */
+#define POOL_PER_CHUNK 1000
+struct pool_chunk {
+	struct pool_chunk *next;
+	size_t len;
+	uintptr_t st[POOL_PER_CHUNK][WEFT_MALLOC_WORDS];
+};
+static struct pool_chunk *pool_head;
+static struct pool_chunk *pool_spare; /* one empty chunk kept for reuse */
 
 static size_t default_size;
 
@@ -63,37 +74,70 @@ void stack_set_default_size(size_t s)
 	default_size = s;
 }
 
-/* Must hold cache_lock.  Growing uses mmap, not malloc: this can run in
-   an exiting thread that has already given away its malloc state. */
+/* Must hold cache_lock.  Returns a chunk with room, or NULL when a new
+   one must be mapped first. */
+static struct pool_chunk *pool_room(void)
+{
+	struct pool_chunk *c = pool_head;
+
+	if (c && c->len < POOL_PER_CHUNK)
+		return c;
+	if ((c = pool_spare)) {
+		pool_spare = NULL;
+		c->len = 0;
+		c->next = pool_head;
+		pool_head = c;
+	}
+	return c;
+}
+
+/* Keeps a malloc state until a fresh block takes it.  Uses mmap, not
+   malloc: this can run in an exiting thread that has already given away
+   its malloc state. */
 static void pool_put(const uintptr_t *words)
 {
-	if (pool_len == pool_cap) {
-		size_t ncap = pool_cap ? pool_cap * 2 : 256;
-		void *n = sys_mmap(NULL, ncap * sizeof *pool,
-				   PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (sys_mmap_failed(n))
+	struct pool_chunk *c, *fresh = NULL;
+
+	weft_lock(&cache_lock);
+	while (!(c = pool_room())) {
+		weft_unlock(&cache_lock);
+		fresh = sys_mmap(NULL, sizeof *fresh, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (sys_mmap_failed(fresh))
 			return; /* the state leaks, as it would in glibc */
-		if (pool) {
-			memcpy(n, pool, pool_len * sizeof *pool);
-			sys_munmap(pool, pool_cap * sizeof *pool);
-		}
-		pool = n;
-		pool_cap = ncap;
+		weft_lock(&cache_lock);
+		if (!pool_spare) {
+			pool_spare = fresh;
+			fresh = NULL;
+		} /* else another put was quicker: ours goes back */
 	}
-	memcpy(pool[pool_len++], words, sizeof *pool);
+	memcpy(c->st[c->len++], words, sizeof c->st[0]);
+	weft_unlock(&cache_lock);
+	if (fresh)
+		sys_munmap(fresh, sizeof *fresh);
 }
 
 static void take_pooled_state(struct weft_thread *t)
 {
+	struct pool_chunk *c, *gone = NULL;
+
 	if (t->has_malloc_state)
 		return;
 	weft_lock(&cache_lock);
-	if (pool_len) {
-		memcpy(t->malloc_state, pool[--pool_len], sizeof *pool);
+	if ((c = pool_head) && c->len) {
+		memcpy(t->malloc_state, c->st[--c->len], sizeof c->st[0]);
 		t->has_malloc_state = 1;
+		if (c->len == 0) {
+			pool_head = c->next;
+			if (pool_spare)
+				gone = c;
+			else
+				pool_spare = c;
+		}
 	}
 	weft_unlock(&cache_lock);
+	if (gone)
+		sys_munmap(gone, sizeof *gone);
 }
 
 /* Places descriptor, TLS and TCB at the top of [lo, lo + size). */
@@ -132,6 +176,9 @@ static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
 	t->guard_size = guard;
 	t->stack_lo = lo + guard;
 	t->stack_size = (size_t)((char *)t - t->stack_lo);
+	/* Until the thread trims its stack at exit, any page may be in;
+	   one page table page comes with a block, whatever its size. */
+	t->resident = map_size ? map_size - guard + PAGE : 0;
 }
 
 /* The DTV and dynamic TLS of the block's last thread, once it is gone. */
@@ -152,7 +199,8 @@ static void cache_push(struct weft_thread *t)
 	else
 		cache_tail = t;
 	cache_head = t;
-	cache_bytes += t->map_size;
+	cache_bytes += t->resident;
+	cache_count++;
 }
 
 static void cache_unlink(struct weft_thread *c)
@@ -165,7 +213,8 @@ static void cache_unlink(struct weft_thread *c)
 		c->cache_next->cache_prev = c->cache_prev;
 	else
 		cache_tail = c->cache_prev;
-	cache_bytes -= c->map_size;
+	cache_bytes -= c->resident;
+	cache_count--;
 }
 
 static int block_dead(const struct weft_thread *c)
@@ -173,21 +222,63 @@ static int block_dead(const struct weft_thread *c)
 	return __atomic_load_n(c->tidp, __ATOMIC_ACQUIRE) == 0;
 }
 
+/* How far down the cache a creator looks for a block of its size: the
+   lock stays short even when the cache holds a thousand blocks of other
+   sizes, or of threads still exiting.  A block deeper than that is cold
+   anyway; the bound trims it in time. */
+#define TAKE_SCAN 32
+
 static struct weft_thread *cache_take(size_t map_size, size_t guard)
 {
 	struct weft_thread *c;
+	int n = 0;
 
 	weft_lock(&cache_lock);
-	for (c = cache_head; c; c = c->cache_next)
+	for (c = cache_head; c && n < TAKE_SCAN; c = c->cache_next, n++)
 		if (c->map_size == map_size && c->guard_size == guard &&
 		    block_dead(c)) {
 			cache_unlink(c);
 			break;
 		}
+	if (n == TAKE_SCAN)
+		c = NULL;
 	weft_unlock(&cache_lock);
 	if (c)
 		release_tls(c);
 	return c;
+}
+
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+
+/* Below the exiting thread's stack pointer, this much stays resident:
+   the next thread on the block will touch those pages first. */
+#define TRIM_KEEP (16UL << 10)
+/* A shorter unused part is not worth a system call: small stacks are
+   never trimmed, and cost what they are. */
+#define TRIM_MIN (64UL << 10)
+
+/* Returning the unused part of a dead thread's stack (docs/lifecycle.md,
+   "Returning stack memory").  The thread does it itself, just before it
+   exits, so the pages it gives back are exactly those below its stack
+   pointer and no other thread pays for the system call.  What stays is
+   recorded as the block's resident bound, which the cache's byte bound
+   counts. */
+__attribute__((noinline)) void stack_trim_unused(struct weft_thread *t)
+{
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t lo = (uintptr_t)t->stack_lo;
+	uintptr_t end = (sp - TRIM_KEEP) & ~(PAGE - 1);
+	int trim = weft_tunables.stack_trim;
+
+	if (!t->map_base || trim == WEFT_TRIM_NONE || end < lo + TRIM_MIN ||
+	    sp > (uintptr_t)t)
+		return;
+	if (sys_madvise((void *)lo, end - lo,
+			trim == WEFT_TRIM_FREE ? MADV_FREE : MADV_DONTNEED) != 0)
+		return;
+	t->resident = (size_t)((uintptr_t)t->map_base + t->map_size - end) + PAGE;
 }
 
 #ifndef MADV_GUARD_INSTALL
@@ -211,6 +302,33 @@ static int install_guard(char *base, size_t guard)
 	return sys_mprotect(base, guard, PROT_NONE) == 0 ? 0 : -1;
 }
 
+/* Transparent huge pages must not turn a thread's few pages of stack
+   into 2 MiB.  Linux 6.7+ marks every MAP_STACK mapping "no huge pages"
+   itself; older kernels need madvise(MADV_NOHUGEPAGE) on each fresh
+   block.  Where it is redundant the advice is skipped: it would take
+   the process's mmap lock for writing on every fresh block. */
+static int need_nohuge_advice(void)
+{
+	static int need = -1;
+	struct utsname u;
+	int n = __atomic_load_n(&need, __ATOMIC_RELAXED), major, minor;
+
+	if (n >= 0)
+		return n;
+	n = 1;
+	if (sys_call1(SYS_uname, &u) == 0) {
+		const char *p = u.release;
+
+		for (major = 0; *p >= '0' && *p <= '9'; p++)
+			major = major * 10 + (*p - '0');
+		for (minor = 0, p += *p == '.'; *p >= '0' && *p <= '9'; p++)
+			minor = minor * 10 + (*p - '0');
+		n = major < 6 || (major == 6 && minor < 7);
+	}
+	__atomic_store_n(&need, n, __ATOMIC_RELAXED);
+	return n;
+}
+
 /* A fresh block with its guard; returns its base or NULL. */
 static char *map_new(size_t map_size, size_t guard)
 {
@@ -225,6 +343,8 @@ static char *map_new(size_t map_size, size_t guard)
 		sys_munmap(base, map_size);
 		return NULL;
 	}
+	if (need_nohuge_advice())
+		sys_madvise(base, map_size, MADV_NOHUGEPAGE);
 	WEFT_COUNT(stacks_mapped);
 	return base;
 }
@@ -291,21 +411,20 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 }
 
 /* Must hold cache_lock.  Detaches the oldest dead mappings until the
-   cache fits its bound again; returns them as a list (through
-   cache_next) to unmap after the lock is dropped. */
+   cache fits both bounds again (resident bytes and count); returns them
+   as a list (through cache_next) to unmap after the lock is dropped. */
 static struct weft_thread *cache_trim(void)
 {
 	struct weft_thread *victims = NULL, *v;
 	size_t limit = weft_tunables.stack_cache_bytes;
+	size_t count = weft_tunables.stack_cache_count;
 
-	while (cache_bytes > limit) {
+	while (cache_bytes > limit || cache_count > count) {
 		for (v = cache_tail; v && !block_dead(v); v = v->cache_prev)
 			;
 		if (!v)
 			break; /* the rest are still exiting */
 		cache_unlink(v);
-		if (v->has_malloc_state)
-			pool_put(v->malloc_state);
 		v->cache_next = victims;
 		victims = v;
 	}
@@ -320,10 +439,8 @@ void stack_release(struct weft_thread *t)
 		/* A user stack may be freed by its owner once the thread is
 		   reclaimed: keep only the malloc state. */
 		release_tls(t);
-		weft_lock(&cache_lock);
 		if (t->has_malloc_state)
 			pool_put(t->malloc_state);
-		weft_unlock(&cache_lock);
 		return;
 	}
 	weft_lock(&cache_lock);
@@ -335,6 +452,8 @@ void stack_release(struct weft_thread *t)
 
 		victims = v->cache_next;
 		release_tls(v);
+		if (v->has_malloc_state)
+			pool_put(v->malloc_state);
 		sys_munmap(v->map_base, v->map_size);
 		WEFT_COUNT(stacks_unmapped);
 	}

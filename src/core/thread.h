@@ -72,6 +72,7 @@ struct weft_thread {
 	char *map_base;
 	size_t map_size;
 	size_t guard_size;
+	size_t resident;     /* bound on its resident bytes (stack cache) */
 	char *stack_lo;	     /* lowest usable stack byte */
 	size_t stack_size;   /* usable stack below the descriptor */
 	size_t attr_stacksize; /* as requested, reported by getattr_np */
@@ -138,6 +139,9 @@ struct weft_stack_request {
 struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 				  int *err);
 void stack_release(struct weft_thread *t);
+/* Called by an exiting thread on its own block: gives the pages below
+   its stack pointer back as WEFT_STACK_TRIM says. */
+void stack_trim_unused(struct weft_thread *t);
 void stack_cache_lock_for_fork(void);
 void stack_cache_unlock_after_fork(void);
 void stack_cache_reset_in_child(void);

@@ -1,9 +1,19 @@
 #include <stdlib.h>
+#include <string.h>
 #include "tunables.h"
 
 struct weft_tunables weft_tunables = {
 	.stack_cache_bytes = WEFT_STACK_CACHE_DEFAULT,
+	.stack_cache_count = WEFT_STACK_CACHE_COUNT_DEFAULT,
+	.stack_trim = WEFT_STACK_TRIM_DEFAULT,
 };
+
+static const char *const trim_names[] = {"none", "dontneed", "free"};
+
+const char *tunables_trim_name(int trim)
+{
+	return trim >= 0 && trim < 3 ? trim_names[trim] : "?";
+}
 
 long long tunables_parse_size(const char *s)
 {
@@ -26,12 +36,24 @@ long long tunables_parse_size(const char *s)
 	return *end ? -1 : v;
 }
 
+/* An unknown value keeps the default: a typo must not turn a
+   program's memory behaviour upside down. */
+static void parse_trim(const char *s)
+{
+	for (int i = 0; s && i < 3; i++)
+		if (strcmp(s, trim_names[i]) == 0)
+			weft_tunables.stack_trim = i;
+}
+
 void tunables_init(void)
 {
-	const char *s = getenv("WEFT_STACK_CACHE");
-	long long v = tunables_parse_size(s);
+	long long v = tunables_parse_size(getenv("WEFT_STACK_CACHE"));
 
 	if (v >= 0)
 		weft_tunables.stack_cache_bytes = (size_t)v;
+	v = tunables_parse_size(getenv("WEFT_STACK_CACHE_COUNT"));
+	if (v >= 0)
+		weft_tunables.stack_cache_count = (size_t)v;
+	parse_trim(getenv("WEFT_STACK_TRIM"));
 	weft_tunables.report_path = getenv("WEFT_REPORT");
 }

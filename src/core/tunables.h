@@ -5,19 +5,37 @@
 
 #include <stddef.h>
 
+/* What an exiting thread does with the part of its stack it no longer
+   uses (docs/lifecycle.md, "Returning stack memory"). */
+enum weft_stack_trim {
+	WEFT_TRIM_NONE = 0,	/* keep every page resident */
+	WEFT_TRIM_DONTNEED = 1, /* madvise(MADV_DONTNEED): freed at once */
+	WEFT_TRIM_FREE = 2,	/* madvise(MADV_FREE): freed under pressure */
+};
+
 struct weft_tunables {
-	/* WEFT_STACK_CACHE: bytes of dead threads' mappings kept for reuse.
-	   Default 40 MiB (glibc's default too); 0 disables caching. */
+	/* WEFT_STACK_CACHE: resident bytes of dead threads' blocks kept
+	   for reuse (what their pages really cost, not their size).
+	   Default 40 MiB (the number glibc uses for address space); 0
+	   disables caching. */
 	size_t stack_cache_bytes;
+	/* WEFT_STACK_CACHE_COUNT: at most this many blocks cached. */
+	size_t stack_cache_count;
+	/* WEFT_STACK_TRIM: none, dontneed or free. */
+	int stack_trim;
 	/* WEFT_REPORT: file to which counters are appended at exit. */
 	const char *report_path;
 };
 
 #define WEFT_STACK_CACHE_DEFAULT (40UL << 20)
+#define WEFT_STACK_CACHE_COUNT_DEFAULT 1024UL
+#define WEFT_STACK_TRIM_DEFAULT WEFT_TRIM_DONTNEED
 
 extern struct weft_tunables weft_tunables;
 void tunables_init(void);
 /* Parses "123", "64K", "40M", "1G"; returns -1 when malformed. */
 long long tunables_parse_size(const char *s);
+/* The name of a WEFT_STACK_TRIM value ("none", "dontneed", "free"). */
+const char *tunables_trim_name(int trim);
 
 #endif
