@@ -181,6 +181,7 @@ static int resolve_private(void *libc)
 		return -1;
 	if (db_offset(libc, "_thread_db_pthread_cancelhandling", &L.cancelhandling))
 		return -1;
+	host_tid_off = L.tid;
 	L.resp_tls = resp - tp();
 	/* The public *_loc functions return the calling thread's TLS words
 	   that __ctype_init fills; their distance from TP is the same in
@@ -512,6 +513,8 @@ size_t host_tcb_size(void)
 {
 	return L.tcb_size;
 }
+
+size_t host_tid_off;
 
 volatile int *host_tid_word(char *tcb)
 {
