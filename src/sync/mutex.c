@@ -216,23 +216,30 @@ int mutex_unlock_slow(struct wmutex *w)
 	return release(w);
 }
 
-int mutex_release_for_wait(struct wmutex *w, unsigned *depth)
+int mutex_check_for_wait(struct wmutex *w)
 {
 	int kind = w->kind, type = kind & MK_TYPE_MASK;
 
 	if (kind & MK_UNSUPPORTED)
 		return ENOTSUP;
-	*depth = 0;
 	if (type == PTHREAD_MUTEX_RECURSIVE || type == PTHREAD_MUTEX_ERRORCHECK) {
 		if (__atomic_load_n(&w->lock, __ATOMIC_RELAXED) == 0 ||
 		    w->owner != host_self_tid())
 			return EPERM;
-		if (type == PTHREAD_MUTEX_RECURSIVE) {
-			*depth = w->count;
-			w->count = 0;
-		}
 	}
-	return release(w);
+	return 0;
+}
+
+unsigned mutex_release_for_wait(struct wmutex *w)
+{
+	unsigned depth = 0;
+
+	if ((w->kind & MK_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE) {
+		depth = w->count;
+		w->count = 0;
+	}
+	release(w);
+	return depth;
 }
 
 void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,

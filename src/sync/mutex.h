@@ -104,12 +104,14 @@ void mutex_wake_after_release(struct wmutex *w);
 int mutex_init(struct wmutex *w, const pthread_mutexattr_t *attr);
 int mutex_destroy(struct wmutex *w);
 
-/* For the condition variable: drop the mutex completely (a recursive
-   one whatever its depth), remembering the depth in *depth; and take
-   it back, in "contended" mode when requeued waiters may sleep on the
-   word, restoring the depth.  release returns EPERM when the caller
-   does not hold an owner-checked mutex. */
-int mutex_release_for_wait(struct wmutex *w, unsigned *depth);
+/* For the condition variable.  check: EPERM when the caller does not
+   hold an owner-checked mutex, ENOTSUP for the kinds weft cannot make.
+   release: drops the mutex completely (a recursive one whatever its
+   depth) and returns the depth; reacquire takes it back, in
+   "contended" mode when requeued waiters may sleep on the word, and
+   restores the depth. */
+int mutex_check_for_wait(struct wmutex *w);
+unsigned mutex_release_for_wait(struct wmutex *w);
 void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
 				int contended);
 /* Marks the held mutex as contended (lock word 2), so that its unlock
