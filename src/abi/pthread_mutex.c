@@ -40,13 +40,30 @@ WEFT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 	return mutex_destroy(wmutex_of(m));
 }
 
-WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+/* The fast paths test weft_is_active only (set once by start-up, after
+   the host layout is known); start-up itself, fallback mode and every
+   contended case go through an out-of-line function, so that the fast
+   path needs no stack frame. */
+static inline int active(void)
+{
+	return __builtin_expect(__atomic_load_n(&weft_is_active, __ATOMIC_RELAXED),
+				1);
+}
+
+__attribute__((noinline)) static int lock_slow(pthread_mutex_t *m)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_lock)(m);
-	if (__builtin_expect(mutex_trylock_fast(wmutex_of(m)) == 0, 1))
+	if (mutex_trylock_fast(wmutex_of(m)) == 0)
 		return 0;
 	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, NULL);
+}
+
+WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	if (__builtin_expect(active() && mutex_trylock_fast(wmutex_of(m)) == 0, 1))
+		return 0;
+	return lock_slow(m);
 }
 
 WEFT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
@@ -80,18 +97,25 @@ WEFT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
 	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, abstime);
 }
 
-WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+__attribute__((noinline)) static int unlock_slow(pthread_mutex_t *m, int r)
 {
-	if (!weft_serving())
-		return GLIBC_FN(pthread_mutex_unlock)(m);
-	int r = mutex_unlock_fast(wmutex_of(m));
-	if (__builtin_expect(r == 0, 1))
-		return 0;
-	if (r == -2) {
+	if (r == -2) { /* released a contended word */
 		mutex_wake_after_release(wmutex_of(m));
 		return 0;
 	}
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_unlock)(m);
 	return mutex_unlock_slow(wmutex_of(m));
+}
+
+WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	int r = -1;
+
+	if (__builtin_expect(active() && (r = mutex_unlock_fast(wmutex_of(m))) == 0,
+			     1))
+		return 0;
+	return unlock_slow(m, r);
 }
 
 /* PI, PP and robust mutexes cannot be made yet (init says ENOTSUP); a
