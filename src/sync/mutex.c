@@ -23,6 +23,25 @@ static long now_ns(void)
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* Newcomers spin only while nobody sleeps (they would otherwise jump
+   the queue of sleepers, and spinning behind a queue rarely pays).  A
+   private mutex counts its sleepers exactly in the nusers field, which
+   weft does not otherwise use; a process-shared one has only the lock
+   word, whose 2 ("maybe sleepers") is sticky, and glibc peers keep
+   nusers for themselves. */
+static int has_sleepers(struct wmutex *w)
+{
+	if (w->kind & MK_PSHARED)
+		return __atomic_load_n(&w->lock, __ATOMIC_RELAXED) == 2;
+	return __atomic_load_n(&w->nusers, __ATOMIC_RELAXED) != 0;
+}
+
+static void sleepers_add(struct wmutex *w, int d)
+{
+	if (!(w->kind & MK_PSHARED))
+		__atomic_fetch_add(&w->nusers, (unsigned)d, __ATOMIC_RELAXED);
+}
+
 static int cas(int *p, int expect, int val)
 {
 	return __atomic_compare_exchange_n(p, &expect, val, 0, __ATOMIC_ACQUIRE,
@@ -46,8 +65,10 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 			__atomic_store_n(&w->handoff, 0, __ATOMIC_RELAXED);
 			return 0;
 		}
+		sleepers_add(w, 1);
 		long r = futex_wait_until(&w->handoff, self, clock, abstime,
 					  WEFT_FUTEX_PRIVATE);
+		sleepers_add(w, -1);
 		if (__atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) != self)
 			return 0; /* granted */
 		if (r == -ETIMEDOUT || r == -EINVAL) {
@@ -70,12 +91,10 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 	if (!contended) {
 		if (cas(&w->lock, 0, 1))
 			return 0;
-		for (int i = 0; i < SPIN_TRIES; i++) {
+		for (int i = 0; i < SPIN_TRIES && !has_sleepers(w); i++) {
 			int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 			if (v == 0 && cas(&w->lock, 0, 1))
 				return 0;
-			if (v == 2)
-				break;
 			arch_spin_pause();
 		}
 	}
@@ -91,7 +110,9 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 		}
 		if (!start && priv == WEFT_FUTEX_PRIVATE)
 			start = now_ns();
+		sleepers_add(w, 1);
 		long r = futex_wait_until(&w->lock, 2, clock, abstime, priv);
+		sleepers_add(w, -1);
 		if (r == -ETIMEDOUT || r == -EINVAL)
 			return (int)-r;
 	}

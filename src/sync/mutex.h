@@ -5,7 +5,8 @@
      0  lock     futex word: 0 free, 1 held, 2 held and maybe sleepers
      4  count    recursion depth, 1 when locked once (recursive type)
      8  owner    tid of the holder, for every type; 0 when free
-    12  nusers   untouched by weft (glibc keeps it; it is not needed)
+    12  nusers   private mutexes: number of sleeping waiters (decides
+                 whether a newcomer spins); process-shared: glibc's, untouched
     16  kind     glibc's encoding: type in bits 0-1, robust 16, PI 32,
                  PP 64, process-shared 128, ceiling in bits 19-31
     20  handoff  (glibc's __spins/__elision) private mutexes only: tid of
