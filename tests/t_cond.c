@@ -581,6 +581,26 @@ static long ctxt_switches(pid_t tid)
 	return v;
 }
 
+/* Waits (at most 5 s) until the thread is blocked in the kernel. */
+static void wait_asleep(pid_t tid)
+{
+	char path[64], buf[512];
+	long end = mono_ns() + 5000000000L;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+	while (mono_ns() < end) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		char *p = strrchr(buf, ')'); /* state follows "(comm) " */
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		sched_yield();
+	}
+}
+
 struct herd {
 	pthread_mutex_t m;
 	pthread_cond_t cv;
@@ -601,18 +621,40 @@ static void *herd_waiter(void *p)
 	return NULL;
 }
 
-/* A broadcast made under the mutex must not wake the waiters (they could
-   only block on the mutex again): their context-switch counts stay put
-   until the mutex is unlocked.  The 20 ms grace below only gives a woken
-   thread time to run; it cannot make the check pass wrongly. */
-static void test_no_herd(void)
+struct blocker {
+	pthread_mutex_t *m;
+	int state; /* 1 holding, 2 asked to release */
+};
+
+static void *block_thread(void *p)
+{
+	struct blocker *b = p;
+
+	THREAD_CHECK();
+	pthread_mutex_lock(b->m);
+	__atomic_store_n(&b->state, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != 2)
+		sched_yield();
+	pthread_mutex_unlock(b->m);
+	return NULL;
+}
+
+/* A broadcast must not wake waiters that could only block on the mutex
+   again.  under_lock: the broadcaster holds the mutex, so no waiter may
+   run before it unlocks.  Otherwise another thread holds it: at most one
+   waiter may wake (to queue on the mutex), the others stay asleep.
+   Waiters' voluntary context switches are compared, from when each is
+   asleep in the kernel; the 20 ms grace only gives a woken thread time
+   to run, it cannot make the check fail wrongly. */
+static void test_no_herd(int under_lock)
 {
 	enum { W = 6 };
 	struct herd h = {.m = PTHREAD_MUTEX_INITIALIZER,
 			 .cv = PTHREAD_COND_INITIALIZER};
-	pthread_t t[W];
+	struct blocker b = {.m = &h.m};
+	pthread_t t[W], bt;
 	long before[W];
-	int woke = 0;
+	int woke = 0, allowed = under_lock ? 0 : 1;
 
 	for (int i = 0; i < W; i++)
 		pthread_create(&t[i], NULL, herd_waiter, &h);
@@ -623,24 +665,36 @@ static void test_no_herd(void)
 		pthread_mutex_unlock(&h.m);
 		sched_yield();
 	}
-	/* Let the last waiter fall asleep in the kernel. */
-	pthread_mutex_unlock(&h.m);
-	usleep(20000);
-	pthread_mutex_lock(&h.m);
-	for (int i = 0; i < W; i++)
-		before[i] = ctxt_switches(h.tids[i]);
 	h.go = 1;
+	pthread_mutex_unlock(&h.m);
+	if (under_lock) {
+		pthread_mutex_lock(&h.m);
+	} else {
+		pthread_create(&bt, NULL, block_thread, &b);
+		while (!__atomic_load_n(&b.state, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+	for (int i = 0; i < W; i++) {
+		wait_asleep(h.tids[i]);
+		before[i] = ctxt_switches(h.tids[i]);
+	}
 	pthread_cond_broadcast(&h.cv);
 	usleep(20000);
 	for (int i = 0; i < W; i++)
 		woke += ctxt_switches(h.tids[i]) != before[i];
-	pthread_mutex_unlock(&h.m);
+	if (under_lock) {
+		pthread_mutex_unlock(&h.m);
+	} else {
+		__atomic_store_n(&b.state, 2, __ATOMIC_RELEASE);
+		pthread_join(bt, NULL);
+	}
 	for (int i = 0; i < W; i++)
 		pthread_join(t[i], NULL);
-	CHECK(woke == 0, "%d of %d waiters ran while the broadcaster held the "
-		       "mutex", woke, W);
-	printf("broadcast under the mutex: %d of %d waiters woke before unlock\n",
-	       woke, W);
+	CHECK(woke <= allowed, "%d of %d waiters ran while %s held the mutex "
+	      "(at most %d expected)", woke, W,
+	      under_lock ? "the broadcaster" : "another thread", allowed);
+	printf("broadcast %s: %d of %d waiters woke while the mutex was held\n",
+	       under_lock ? "under the mutex" : "by a non-holder", woke, W);
 }
 
 int main(void)
@@ -670,6 +724,7 @@ int main(void)
 	test_broadcast_storm();
 	test_destroy_after_broadcast();
 	test_cancel();
-	test_no_herd();
+	test_no_herd(1);
+	test_no_herd(0);
 	TEST_DONE();
 }

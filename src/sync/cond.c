@@ -278,6 +278,39 @@ int cond_signal(struct wcond *c)
 	return 0;
 }
 
+/* Moves a broadcast's batch to the mutex.  Holding the (private) mutex
+   of the first waiter: every waiter of that mutex is requeued onto it
+   and nobody runs until we unlock.  Not holding it: the word could be
+   released between marking it and requeueing, stranding the requeued;
+   so the others are requeued first and the first waiter is woken last.
+   Until then it is CLAIMED and cannot take the mutex; when it does, as
+   contended, its unlock finds the others queued behind it and wakes
+   the next, and so on: still one runnable waiter at a time.  Waiters of
+   another mutex (undefined behaviour in POSIX) are simply woken. */
+static void release_batch(struct cnode *batch)
+{
+	struct wmutex *m0 = batch->mutex;
+	int held = should_requeue(m0, host_self_tid());
+	int chain = !held && !(m0->kind & MK_PSHARED);
+	struct cnode *n = chain ? batch->bnext : batch;
+
+	if (held)
+		mutex_mark_contended(m0);
+	while (n) {
+		struct cnode *next = n->bnext;
+		struct wmutex *mx = n->mutex;
+		__atomic_store_n(&n->state, CN_BROADCAST, __ATOMIC_RELEASE);
+		/* Wakes a waiter parked on CLAIMED, or moves/wakes it. */
+		release_node(&n->state, CN_BROADCAST, mx,
+			     mx == m0 && (held || chain));
+		n = next;
+	}
+	if (chain) {
+		__atomic_store_n(&batch->state, CN_BROADCAST, __ATOMIC_RELEASE);
+		futex_wake(&batch->state, 1, WEFT_FUTEX_PRIVATE);
+	}
+}
+
 int cond_broadcast(struct wcond *c)
 {
 	struct cnode *n, *batch = NULL, *last = NULL;
@@ -304,21 +337,8 @@ int cond_broadcast(struct wcond *c)
 	}
 	weft_unlock(&c->lock);
 
-	int self = host_self_tid();
-	struct wmutex *marked = NULL;
-	for (n = batch; n; ) {
-		struct cnode *next = n->bnext;
-		struct wmutex *mx = n->mutex;
-		int rq = should_requeue(mx, self);
-		if (rq && mx != marked) {
-			mutex_mark_contended(mx);
-			marked = mx;
-		}
-		__atomic_store_n(&n->state, CN_BROADCAST, __ATOMIC_RELEASE);
-		/* Wakes a waiter parked on CLAIMED, or moves/wakes it. */
-		release_node(&n->state, CN_BROADCAST, mx, rq);
-		n = next;
-	}
+	if (batch)
+		release_batch(batch);
 	return 0;
 }
 
