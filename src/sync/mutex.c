@@ -51,11 +51,16 @@ static int cas(int *p, int expect, int val)
 /* The starving waiter: registers in w->handoff and sleeps on that word
    until an unlocker hands it the mutex (owner set, handoff cleared) or
    it takes the mutex itself.  Returns 0 (owned), a positive error, or
-   -1 when another waiter is registered already. */
+   -1 when another waiter is registered already.  The registration is
+   the negated tid: glibc keeps small non-negative numbers in these
+   bytes (__spins, __elision), which must never look like a request if
+   glibc used the mutex before weft became active. */
 static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 			    const struct timespec *abstime)
 {
-	if (!cas(&w->handoff, 0, self))
+	int tag = -self;
+
+	if (!cas(&w->handoff, 0, tag))
 		return -1;
 	for (;;) {
 		/* Keeps the word at 2 so that every unlock takes the slow
@@ -66,13 +71,13 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 			return 0;
 		}
 		sleepers_add(w, 1);
-		long r = futex_wait_until(&w->handoff, self, clock, abstime,
+		long r = futex_wait_until(&w->handoff, tag, clock, abstime,
 					  WEFT_FUTEX_PRIVATE);
 		sleepers_add(w, -1);
-		if (__atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) != self)
+		if (__atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) != tag)
 			return 0; /* granted */
 		if (r == -ETIMEDOUT || r == -EINVAL) {
-			if (cas(&w->handoff, self, 0))
+			if (cas(&w->handoff, tag, 0))
 				return (int)-r;
 			return 0; /* granted while leaving */
 		}
@@ -118,9 +123,10 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 	}
 }
 
-/* Hands the just-released mutex to the registered starving waiter `t`.
-   Returns 1 when no wake-up on the lock word is needed any more. */
-static int grant(struct wmutex *w, int t)
+/* Hands the just-released mutex to the registered starving waiter
+   (registration `tag` = -tid).  Returns 1 when no wake-up on the lock
+   word is needed any more. */
+static int grant(struct wmutex *w, int tag)
 {
 	for (;;) {
 		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
@@ -131,13 +137,13 @@ static int grant(struct wmutex *w, int t)
 		if (v == 2 || (v == 1 && cas(&w->lock, 1, 2)))
 			return 1;
 	}
-	w->owner = t;
-	if (__atomic_compare_exchange_n(&w->handoff, &t, 0, 0,
+	w->owner = -tag;
+	if (__atomic_compare_exchange_n(&w->handoff, &tag, 0, 0,
 					__ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
 		futex_wake(&w->handoff, 1, WEFT_FUTEX_PRIVATE);
 		return 1;
 	}
-	/* t left (timed out) before we could grant: release again. */
+	/* It left (timed out) before we could grant: release again. */
 	w->owner = 0;
 	__atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
 	return 0;
@@ -148,8 +154,8 @@ void mutex_wake_after_release(struct wmutex *w)
 	int priv = mutex_futex_flag(w);
 
 	if (priv == WEFT_FUTEX_PRIVATE) {
-		int t = __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE);
-		if (t > 0 && grant(w, t))
+		int tag = __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE);
+		if (tag < 0 && grant(w, tag))
 			return;
 	}
 	futex_wake(&w->lock, 1, priv);

@@ -9,7 +9,7 @@
                  whether a newcomer spins); process-shared: glibc's, untouched
     16  kind     glibc's encoding: type in bits 0-1, robust 16, PI 32,
                  PP 64, process-shared 128, ceiling in bits 19-31
-    20  handoff  (glibc's __spins/__elision) private mutexes only: tid of
+    20  handoff  (glibc's __spins/__elision) private mutexes only: -tid of
                  the one starving waiter asking for a direct hand-off
     24  list     unused (glibc's robust list links)
 
