@@ -418,6 +418,60 @@ static void test_worst_wait(int nthreads)
 	       nthreads, r.worst_ns / 1e6, r.ops);
 }
 
+/* Timed locks racing the starvation hand-off: waiters that registered
+   for a hand-off time out while unlockers try to grant it to them.  An
+   error-checking mutex tells whether a result was true: after 0 the
+   caller owns it, after ETIMEDOUT it does not; at the end it is free. */
+struct timed_race {
+	pthread_mutex_t m;
+	long deadline_ns;
+	long ok, timeouts, lies;
+};
+
+static void *timed_racer(void *p)
+{
+	struct timed_race *t = p;
+	long ok = 0, to = 0, lies = 0;
+
+	THREAD_CHECK();
+	while (mono_ns() < t->deadline_ns) {
+		struct timespec ts = deadline_in(CLOCK_MONOTONIC, 3000000);
+		int r = pthread_mutex_clocklock(&t->m, CLOCK_MONOTONIC, &ts);
+		if (r == 0) {
+			for (int i = 0; i < 200; i++)
+				__asm__ volatile("" ::: "memory");
+			lies += pthread_mutex_unlock(&t->m) != 0;
+			ok++;
+		} else {
+			lies += r != ETIMEDOUT;
+			lies += pthread_mutex_unlock(&t->m) != EPERM;
+			to++;
+		}
+	}
+	__atomic_fetch_add(&t->ok, ok, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->timeouts, to, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->lies, lies, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void test_handoff_timeouts(void)
+{
+	enum { N = 4 };
+	struct timed_race t = {.m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP,
+			       .deadline_ns = mono_ns() + 1000000000L};
+	pthread_t th[N];
+
+	for (int i = 0; i < N; i++)
+		pthread_create(&th[i], NULL, timed_racer, &t);
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(t.lies, 0);
+	CHECK_ERR(pthread_mutex_trylock(&t.m), 0);
+	CHECK_ERR(pthread_mutex_unlock(&t.m), 0);
+	printf("timed locks racing hand-offs: %ld acquired, %ld timed out\n",
+	       t.ok, t.timeouts);
+}
+
 int main(void)
 {
 	glibc_mode = getenv("WEFT_TEST_GLIBC") != NULL;
@@ -457,6 +511,7 @@ tests:
 	test_counters(PTHREAD_MUTEX_ERRORCHECK, 0, "errorcheck");
 	test_counters(PTHREAD_MUTEX_ADAPTIVE_NP, 0, "adaptive");
 	test_counters(PTHREAD_MUTEX_NORMAL, 1, "normal, process-shared");
+	test_handoff_timeouts();
 	test_worst_wait(2);
 	test_worst_wait(4);
 	TEST_DONE();
