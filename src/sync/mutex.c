@@ -6,9 +6,10 @@
 #include <string.h>
 #include "mutex.h"
 
-/* Attempts to take a held lock by spinning before sleeping.  Spinning
-   only while the holder runs and nobody sleeps (word 1): a short
-   critical section is then likely to end within the spin. */
+/* Attempts to take a held lock by spinning before sleeping (musl's
+   figure): a short critical section of a running holder is likely to
+   end within the spin, and a sleep plus wake-up costs two system calls
+   and a context switch. */
 #define SPIN_TRIES 100
 
 /* A private-mutex waiter that has waited this long asks for a direct
