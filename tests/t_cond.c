@@ -472,8 +472,9 @@ static void *plain_waiter(void *p)
 		struct timespec ts = deadline_in(CLOCK_REALTIME, 3000000000L);
 		r = pthread_cond_timedwait(&k->cv, &k->m, &ts);
 	}
-	int got = k->ready > 0;
-	if (got)
+	/* A token left after a 3 s timeout is a lost wake-up. */
+	int got = k->ready > 0 && r != ETIMEDOUT;
+	if (k->ready > 0)
 		k->ready--;
 	pthread_mutex_unlock(&k->m);
 	return (void *)(intptr_t)got;
@@ -490,9 +491,10 @@ static void wait_waiting(struct cancel_case *k, int n)
 	}
 }
 
-/* mode 0: cancel, join, then signal; mode 1: signal and cancel at the
-   same time (the cancelled waiter may have got the signal: it must
-   pass it on). */
+/* mode 0: cancel, join, then signal; mode 1: signal, then cancel at
+   once (the cancelled waiter may have got the signal: it must pass it
+   on); mode 2: cancel, then signal at once (the signaller must not pick
+   the waiter that is being cancelled, or that one must pass it on). */
 static int mode1_cancelled;
 
 static void cancel_round(int mode, int *lost)
@@ -515,6 +517,14 @@ static void cancel_round(int mode, int *lost)
 		k.ready = 1;
 		pthread_cond_signal(&k.cv);
 		pthread_mutex_unlock(&k.m);
+	} else if (mode == 2) {
+		pthread_mutex_unlock(&k.m);
+		pthread_cancel(a);
+		pthread_mutex_lock(&k.m);
+		k.ready = 1;
+		pthread_cond_signal(&k.cv);
+		pthread_mutex_unlock(&k.m);
+		pthread_join(a, &res);
 	} else {
 		k.ready = 1;
 		pthread_cond_signal(&k.cv);
@@ -536,30 +546,32 @@ static void cancel_round(int mode, int *lost)
 		/* A was cancelled: the single signal must reach B. */
 		if (!got)
 			++*lost;
-		mode1_cancelled += mode;
+		mode1_cancelled += mode == 1;
 	} else {
 		/* A consumed the token and returned before the cancel. */
-		CHECK(mode == 1, "waiter not cancelled in mode 0");
+		CHECK(mode == 1, "waiter not cancelled in mode %d", mode);
 	}
 	pthread_cond_destroy(&k.cv);
 }
 
 static void test_cancel(void)
 {
-	int lost0 = 0, lost1 = 0, rounds = 0;
+	int lost0 = 0, lost1 = 0, lost2 = 0, rounds = 0;
 	long end = mono_ns() + 4000000000L;
 
 	cancel_round(0, &lost0);
 	while (rounds < 40 && mono_ns() < end) {
 		cancel_round(0, &lost0);
 		cancel_round(1, &lost1);
+		cancel_round(2, &lost2);
 		rounds++;
 	}
 	CHECK_EQ(lost0, 0);
 	CHECK_EQ(lost1, 0);
+	CHECK_EQ(lost2, 0);
 	printf("cancelled waits: %d rounds (signal racing the cancel: %d "
-	       "cancelled), signals lost %d + %d\n",
-	       rounds + 1, mode1_cancelled, lost0, lost1);
+	       "cancelled), signals lost %d + %d + %d\n",
+	       rounds + 1, mode1_cancelled, lost0, lost1, lost2);
 }
 
 /* ---------------------------------------------- no thundering herd */

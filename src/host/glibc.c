@@ -71,6 +71,9 @@ static struct {
 } G;
 
 /* Bits of glibc's cancelhandling word (stable 2.34 ... master). */
+#define CH_DISABLED 0x1  /* cancellation disabled */
+#define CH_CANCELING 0x4 /* pthread_cancel asked (before the signal) */
+#define CH_CANCELED 0x8
 #define CH_EXITING 0x10
 #define CH_SETXID 0x40
 
@@ -325,6 +328,15 @@ void host_thread_unlist(char *tcb)
 		futex_wait(sf, 0, WEFT_FUTEX_PRIVATE);
 	*sf = 0;
 	list_del_listed(tcb);
+}
+
+int host_cancel_requested(char *tcb)
+{
+	int ch = __atomic_load_n(&FIELD(tcb, L.cancelhandling, int),
+				 __ATOMIC_ACQUIRE);
+
+	return (ch & (CH_CANCELING | CH_CANCELED)) &&
+	       !(ch & (CH_DISABLED | CH_EXITING));
 }
 
 /* ------------------------------------------------------------- probe */

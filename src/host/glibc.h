@@ -122,6 +122,12 @@ void host_fork_child(char *tcb);
 /* Offset of libweft's own TLS variable `weft_tls_self` from TP. */
 void host_set_tls_self(char *tcb, void *desc);
 
+/* Nonzero when the thread with this TCB has been asked to cancel and
+   has cancellation enabled: glibc's pthread_cancel records the request
+   before it sends the signal, so a condvar signaller can pass over a
+   waiter that is about to be cancelled (sync.md). */
+int host_cancel_requested(char *tcb);
+
 /* Registers fork handlers with glibc (prepare, parent, child). */
 int host_register_atfork(void (*prepare)(void), void (*parent)(void),
 			 void (*child)(void));

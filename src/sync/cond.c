@@ -31,6 +31,7 @@ struct cnode {
 	struct cnode *prev, *next; /* list links, under the internal lock */
 	struct cnode *bnext;	   /* a broadcast's batch, while CLAIMED */
 	struct wmutex *mutex;
+	char *tcb;		   /* the waiter's thread, see cond_signal */
 	int state;
 };
 
@@ -233,6 +234,7 @@ int cond_wait(struct wcond *c, struct wmutex *m, int clock,
 	struct wait_ctx x __attribute__((cleanup(private_unwound))) = {
 		.c = c, .m = m};
 	x.node.mutex = m;
+	x.node.tcb = arch_thread_pointer();
 	x.node.state = CN_WAITING;
 	weft_lock(&c->lock);
 	list_append(c, &x.node);
@@ -260,6 +262,12 @@ int cond_signal(struct wcond *c)
 	for (n = c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
 		struct wmutex *m = n->mutex;
+		/* A waiter about to be cancelled would only have to pass
+		   the signal on; give it to the next one directly. */
+		if (host_cancel_requested(n->tcb)) {
+			n = next;
+			continue;
+		}
 		if (cas_state(&n->state, CN_WAITING, CN_SIGNALLED)) {
 			list_unlink(c, prev, next);
 			picked = n;
