@@ -142,6 +142,8 @@ static int run_peer(int fd, long n)
 		snprintf(tail, sizeof tail, "%s", p + 8);
 		snprintf(p, sizeof exe - (size_t)(p - exe), "/preload/%s", tail);
 	}
+	REQUIRE(access(exe, X_OK) == 0, "glibc peer: expected the preload build "
+		"at %s, got %s", exe, strerror(errno));
 	snprintf(fdarg, sizeof fdarg, "%d", fd);
 	snprintf(narg, sizeof narg, "%ld", n);
 	pid = fork();
