@@ -31,6 +31,10 @@ $(B)/obj/%.o: %.c $(LIB_HDRS) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
+# Waits that are cancellation points unwind through a cleanup handler
+# (src/sync/cancel_point.h), which needs exception tables.
+$(B)/obj/src/sync/cond.o: LIB_CFLAGS += -fexceptions
+
 $(B)/obj/%.o: %.S Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@

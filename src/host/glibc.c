@@ -71,6 +71,9 @@ static struct {
 } G;
 
 /* Bits of glibc's cancelhandling word (stable 2.34 ... master). */
+#define CH_DISABLED 0x1  /* cancellation disabled */
+#define CH_CANCELING 0x4 /* pthread_cancel asked (before the signal) */
+#define CH_CANCELED 0x8
 #define CH_EXITING 0x10
 #define CH_SETXID 0x40
 
@@ -181,6 +184,7 @@ static int resolve_private(void *libc)
 		return -1;
 	if (db_offset(libc, "_thread_db_pthread_cancelhandling", &L.cancelhandling))
 		return -1;
+	host_tid_off = L.tid;
 	L.resp_tls = resp - tp();
 	/* The public *_loc functions return the calling thread's TLS words
 	   that __ctype_init fills; their distance from TP is the same in
@@ -324,6 +328,15 @@ void host_thread_unlist(char *tcb)
 		futex_wait(sf, 0, WEFT_FUTEX_PRIVATE);
 	*sf = 0;
 	list_del_listed(tcb);
+}
+
+int host_cancel_requested(char *tcb)
+{
+	int ch = __atomic_load_n(&FIELD(tcb, L.cancelhandling, int),
+				 __ATOMIC_ACQUIRE);
+
+	return (ch & (CH_CANCELING | CH_CANCELED)) &&
+	       !(ch & (CH_DISABLED | CH_EXITING));
 }
 
 /* ------------------------------------------------------------- probe */
@@ -512,6 +525,8 @@ size_t host_tcb_size(void)
 {
 	return L.tcb_size;
 }
+
+size_t host_tid_off;
 
 volatile int *host_tid_word(char *tcb)
 {

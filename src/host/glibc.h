@@ -75,6 +75,16 @@ size_t host_tcb_size(void);
    DTV and copies every module's TLS image.  Returns 0 or -ENOMEM. */
 int host_tcb_prepare(char *tcb, char *block, size_t block_size);
 volatile int *host_tid_word(char *tcb);
+
+/* Offset of the tid word in glibc's struct pthread (set by host_init).
+   glibc keeps it current in every thread, across fork too, so the
+   synchronisation objects read the caller's tid from there: two loads,
+   no system call. */
+extern size_t host_tid_off;
+static inline int host_self_tid(void)
+{
+	return *(volatile int *)((char *)arch_thread_pointer() + host_tid_off);
+}
 /* Writes the `words` of libc malloc state into the new thread's TLS. */
 void host_malloc_state_install(char *tcb, const uintptr_t *words);
 
@@ -111,6 +121,12 @@ void host_fork_child(char *tcb);
 
 /* Offset of libweft's own TLS variable `weft_tls_self` from TP. */
 void host_set_tls_self(char *tcb, void *desc);
+
+/* Nonzero when the thread with this TCB has been asked to cancel and
+   has cancellation enabled: glibc's pthread_cancel records the request
+   before it sends the signal, so a condvar signaller can pass over a
+   waiter that is about to be cancelled (sync.md). */
+int host_cancel_requested(char *tcb);
 
 /* Registers fork handlers with glibc (prepare, parent, child). */
 int host_register_atfork(void (*prepare)(void), void (*parent)(void),

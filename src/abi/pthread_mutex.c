@@ -1,0 +1,264 @@
+/* pthread_mutex_* and pthread_mutexattr_*: glibc's ABI, weft's mutexes
+   (src/sync/mutex.c).  The uncontended lock and unlock of a default
+   mutex are inline here: one CAS, one exchange. */
+#include <string.h>
+#include "alias.h"
+#include "export.h"
+#include "../sync/mutex.h"
+
+/* Names glibc still exports but no longer declares (or redirects). */
+int pthread_mutexattr_getkind_np(const pthread_mutexattr_t *, int *);
+int pthread_mutexattr_setkind_np(pthread_mutexattr_t *, int);
+
+static int clock_ok(clockid_t c)
+{
+	return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC;
+}
+
+static unsigned *attr_word(pthread_mutexattr_t *a)
+{
+	return (unsigned *)a;
+}
+
+static unsigned attr_get(const pthread_mutexattr_t *a)
+{
+	return *(const unsigned *)a;
+}
+
+WEFT_EXPORT int pthread_mutex_init(pthread_mutex_t *m,
+				   const pthread_mutexattr_t *a)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_init)(m, a);
+	return mutex_init(wmutex_of(m), a);
+}
+
+WEFT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_destroy)(m);
+	return mutex_destroy(wmutex_of(m));
+}
+
+/* The fast paths test weft_is_active only (set once by start-up, after
+   the host layout is known); start-up itself, fallback mode and every
+   contended case go through an out-of-line function, so that the fast
+   path needs no stack frame. */
+static inline int active(void)
+{
+	return __builtin_expect(__atomic_load_n(&weft_is_active, __ATOMIC_RELAXED),
+				1);
+}
+
+__attribute__((noinline)) static int lock_slow(pthread_mutex_t *m)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_lock)(m);
+	if (mutex_trylock_fast(wmutex_of(m)) == 0)
+		return 0;
+	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, NULL);
+}
+
+WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	if (__builtin_expect(active() && mutex_trylock_fast(wmutex_of(m)) == 0, 1))
+		return 0;
+	return lock_slow(m);
+}
+
+WEFT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_trylock)(m);
+	if (mutex_trylock_fast(wmutex_of(m)) == 0)
+		return 0;
+	return mutex_trylock_slow(wmutex_of(m));
+}
+
+WEFT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
+					const struct timespec *abstime)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_clocklock)(m, clock, abstime);
+	if (!clock_ok(clock))
+		return EINVAL;
+	if (mutex_trylock_fast(wmutex_of(m)) == 0)
+		return 0;
+	return mutex_lock_slow(wmutex_of(m), clock, abstime);
+}
+
+WEFT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
+					const struct timespec *abstime)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_timedlock)(m, abstime);
+	if (mutex_trylock_fast(wmutex_of(m)) == 0)
+		return 0;
+	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, abstime);
+}
+
+__attribute__((noinline)) static int unlock_slow(pthread_mutex_t *m, int r)
+{
+	if (r == -2) { /* released a contended word */
+		mutex_wake_after_release(wmutex_of(m));
+		return 0;
+	}
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_unlock)(m);
+	return mutex_unlock_slow(wmutex_of(m));
+}
+
+WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	int r = -1;
+
+	if (__builtin_expect(active() && (r = mutex_unlock_fast(wmutex_of(m))) == 0,
+			     1))
+		return 0;
+	return unlock_slow(m, r);
+}
+
+/* PI, PP and robust mutexes cannot be made yet (init says ENOTSUP); a
+   mutex whose kind claims one was forged by hand. */
+WEFT_EXPORT int pthread_mutex_consistent(pthread_mutex_t *m)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_consistent)(m);
+	return (wmutex_of(m)->kind & MK_ROBUST) ? ENOTSUP : EINVAL;
+}
+
+WEFT_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t *m,
+					     int *ceiling)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_getprioceiling)(m, ceiling);
+	return (((const struct wmutex *)m)->kind & MK_PP) ? ENOTSUP : EINVAL;
+}
+
+WEFT_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t *m, int ceiling,
+					     int *old)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutex_setprioceiling)(m, ceiling, old);
+	return (wmutex_of(m)->kind & MK_PP) ? ENOTSUP : EINVAL;
+}
+
+/* ------------------------------------------------------------ attributes */
+
+WEFT_EXPORT int pthread_mutexattr_init(pthread_mutexattr_t *a)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_init)(a);
+	memset(a, 0, sizeof *a);
+	return 0;
+}
+
+WEFT_EXPORT int pthread_mutexattr_destroy(pthread_mutexattr_t *a)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_destroy)(a);
+	return 0;
+}
+
+WEFT_EXPORT int pthread_mutexattr_settype(pthread_mutexattr_t *a, int type)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_settype)(a, type);
+	return mutexattr_settype(attr_word(a), type);
+}
+
+WEFT_EXPORT int pthread_mutexattr_gettype(const pthread_mutexattr_t *a,
+					  int *type)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_gettype)(a, type);
+	*type = (int)(attr_get(a) & MA_TYPE_MASK);
+	return 0;
+}
+
+WEFT_EXPORT int pthread_mutexattr_setprotocol(pthread_mutexattr_t *a,
+					      int proto)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_setprotocol)(a, proto);
+	return mutexattr_setprotocol(attr_word(a), proto);
+}
+
+WEFT_EXPORT int pthread_mutexattr_getprotocol(const pthread_mutexattr_t *a,
+					      int *proto)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_getprotocol)(a, proto);
+	*proto = (int)((attr_get(a) & MA_PROTO_MASK) >> MA_PROTO_SHIFT);
+	return 0;
+}
+
+WEFT_EXPORT int pthread_mutexattr_setprioceiling(pthread_mutexattr_t *a,
+						 int ceiling)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_setprioceiling)(a, ceiling);
+	return mutexattr_setprioceiling(attr_word(a), ceiling);
+}
+
+WEFT_EXPORT int pthread_mutexattr_getprioceiling(const pthread_mutexattr_t *a,
+						 int *ceiling)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_getprioceiling)(a, ceiling);
+	*ceiling = (int)((attr_get(a) & MA_CEIL_MASK) >> MA_CEIL_SHIFT);
+	return 0;
+}
+
+WEFT_EXPORT int pthread_mutexattr_setpshared(pthread_mutexattr_t *a,
+					     int pshared)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_setpshared)(a, pshared);
+	return mutexattr_setpshared(attr_word(a), pshared);
+}
+
+WEFT_EXPORT int pthread_mutexattr_getpshared(const pthread_mutexattr_t *a,
+					     int *pshared)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_getpshared)(a, pshared);
+	*pshared = (attr_get(a) & MA_PSHARED) ? PTHREAD_PROCESS_SHARED
+					      : PTHREAD_PROCESS_PRIVATE;
+	return 0;
+}
+
+WEFT_EXPORT int pthread_mutexattr_setrobust(pthread_mutexattr_t *a, int robust)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_setrobust)(a, robust);
+	return mutexattr_setrobust(attr_word(a), robust);
+}
+
+WEFT_EXPORT int pthread_mutexattr_getrobust(const pthread_mutexattr_t *a,
+					    int *robust)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_mutexattr_getrobust)(a, robust);
+	*robust = (attr_get(a) & MA_ROBUST) ? PTHREAD_MUTEX_ROBUST
+					    : PTHREAD_MUTEX_STALLED;
+	return 0;
+}
+
+/* The _np spellings are the same functions (setkind_np also accepts the
+   adaptive type, as settype does here). */
+WEFT_ALIAS(pthread_mutexattr_setkind_np, pthread_mutexattr_settype);
+WEFT_ALIAS(pthread_mutexattr_getkind_np, pthread_mutexattr_gettype);
+WEFT_ALIAS(pthread_mutex_consistent_np, pthread_mutex_consistent);
+WEFT_ALIAS(pthread_mutexattr_setrobust_np, pthread_mutexattr_setrobust);
+WEFT_ALIAS(pthread_mutexattr_getrobust_np, pthread_mutexattr_getrobust);
+
+/* glibc's double-underscore exports. */
+WEFT_ALIAS(__pthread_mutex_init, pthread_mutex_init);
+WEFT_ALIAS(__pthread_mutex_destroy, pthread_mutex_destroy);
+WEFT_ALIAS(__pthread_mutex_lock, pthread_mutex_lock);
+WEFT_ALIAS(__pthread_mutex_trylock, pthread_mutex_trylock);
+WEFT_ALIAS(__pthread_mutex_unlock, pthread_mutex_unlock);
+WEFT_ALIAS(__pthread_mutexattr_init, pthread_mutexattr_init);
+WEFT_ALIAS(__pthread_mutexattr_destroy, pthread_mutexattr_destroy);
+WEFT_ALIAS(__pthread_mutexattr_settype, pthread_mutexattr_settype);

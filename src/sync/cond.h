@@ -1,0 +1,50 @@
+/* weft's condition variables, in glibc's 48-byte pthread_cond_t.  Zero
+   bytes (PTHREAD_COND_INITIALIZER) are a private condvar on
+   CLOCK_REALTIME.  Design: docs/sync.md.
+
+     0  lock     internal lock of the waiter list (private condvars)
+     4  flags    CF_PSHARED, CF_MONOTONIC (set by init from the attribute)
+     8  head     waiter list, oldest first: nodes on the waiters' stacks
+    16  tail
+    24  seq      process-shared condvars: the sequence futex word
+    28  shared_waiters  process-shared: "someone may sleep on seq"
+    32  unused */
+#ifndef WEFT_SYNC_COND_H
+#define WEFT_SYNC_COND_H
+
+#include <pthread.h>
+#include <time.h>
+#include "../core/lock.h"
+#include "mutex.h"
+
+/* Same bits as the condattr word. */
+#define CF_PSHARED 1u
+#define CF_MONOTONIC 2u
+
+struct cnode;
+
+struct wcond {
+	weft_lock_t lock;
+	unsigned flags;
+	struct cnode *head, *tail;
+	unsigned seq;
+	int shared_waiters;
+	char unused[16];
+};
+_Static_assert(sizeof(struct wcond) == sizeof(pthread_cond_t),
+	       "glibc's condvar is 48 bytes");
+
+static inline struct wcond *wcond_of(pthread_cond_t *c)
+{
+	return (struct wcond *)c;
+}
+
+int cond_init(struct wcond *c, unsigned attr);
+int cond_destroy(struct wcond *c);
+int cond_signal(struct wcond *c);
+int cond_broadcast(struct wcond *c);
+/* `clock` -1: the condvar's own clock.  abstime NULL: no deadline. */
+int cond_wait(struct wcond *c, struct wmutex *m, int clock,
+	      const struct timespec *abstime);
+
+#endif
