@@ -5,14 +5,19 @@
 #ifndef WEFT_ABI_ALIAS_H
 #define WEFT_ABI_ALIAS_H
 
-/* gcc wants the alias to repeat the target's attributes (nothrow, leaf
-   from libc's declarations); they hold by construction. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmissing-attributes"
+/* The alias repeats the target's attributes (nothrow, leaf from libc's
+   declarations), which gcc otherwise warns about; the C name is private
+   (the asm label gives the exported one), so a libc header declaring
+   `name` differently does not clash. */
+#if __has_attribute(copy)
+#define WEFT_COPY_ATTRS(target) __attribute__((copy(target)))
+#else
+#define WEFT_COPY_ATTRS(target)
 #endif
 
 #define WEFT_ALIAS(name, target)                                               \
 	extern __typeof__(target) weft_alias_##name __asm__(#name)             \
+		WEFT_COPY_ATTRS(target)                                        \
 		__attribute__((alias(#target), visibility("default")))
 
 #endif

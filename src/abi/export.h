@@ -10,20 +10,9 @@
 
 #include "../core/thread.h"
 #include "../host/glibc.h"
+#include "alias.h"
 
 #define WEFT_EXPORT __attribute__((visibility("default")))
-
-/* A second exported name for an entry point: glibc still exports
-   double-underscore twins of some functions (__pthread_key_create, ...)
-   and a library bound to one must reach the same implementation. */
-#if __has_attribute(copy)
-#define WEFT_COPY_ATTRS(target) __attribute__((copy(target)))
-#else
-#define WEFT_COPY_ATTRS(target)
-#endif
-#define WEFT_ALIAS(twin, target)                                               \
-	extern __typeof__(target) twin WEFT_COPY_ATTRS(target)                 \
-		__attribute__((alias(#target), visibility("default")))
 
 /* glibc's own implementation of the exported function `name`, looked
    up once and cached: what an entry point calls when weft is not serving
