@@ -45,6 +45,21 @@ static int waiting;
 static long gen;
 static uint64_t t_entry;
 
+/* The kernel's view of the calling thread's policy must be the one asked
+ * for: a library that ignored the creation attributes would otherwise
+ * produce SCHED_OTHER numbers labelled SCHED_FIFO. */
+static int want_policy = SCHED_FIFO;
+
+static void check_policy(void)
+{
+	int got = (int)syscall(SYS_sched_getscheduler, 0); /* musl stubs the wrapper */
+	if (got != want_policy) {
+		fprintf(stderr, "FATAL sched: thread runs with policy %d, asked for %d\n",
+			got, want_policy);
+		exit(1);
+	}
+}
+
 static void record(uint64_t d)
 {
 	if (d < lat_min)
@@ -58,6 +73,7 @@ static void record(uint64_t d)
 static void *handoff_low(void *arg)
 {
 	(void)arg;
+	check_policy();
 	while (!atomic_load_explicit(&done, memory_order_relaxed)) {
 		SYNC_OK(pthread_mutex_lock(&lock));
 		SYNC_OK(pthread_mutex_unlock(&lock));
@@ -68,6 +84,7 @@ static void *handoff_low(void *arg)
 static void *handoff_high(void *arg)
 {
 	(void)arg;
+	check_policy();
 	for (long i = 0; i < n; i++) {
 		uint64_t a = sync_rdtsc();
 		SYNC_OK(pthread_mutex_lock(&lock));
@@ -81,6 +98,7 @@ static void *handoff_high(void *arg)
 static void *bcast_waiter(void *arg)
 {
 	(void)arg;
+	check_policy();
 	SYNC_OK(pthread_mutex_lock(&lock));
 	for (long i = 0; i < n; i++) {
 		long seen = gen;
@@ -97,6 +115,7 @@ static void *bcast_waiter(void *arg)
 static void *bcast_sender(void *arg)
 {
 	(void)arg;
+	check_policy();
 	for (long i = 0; i < n; i++) {
 		SYNC_OK(pthread_mutex_lock(&lock));
 		while (!waiting)
@@ -140,6 +159,7 @@ int main(int argc, char **argv)
 	if (optind != argc || n < 1 || (!bcast && strcmp(mode, "handoff") != 0))
 		goto usage;
 
+	want_policy = fifo ? SCHED_FIFO : SCHED_OTHER;
 	int mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
 	cpu_set_t cs;
 	int ncpu = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : -1;

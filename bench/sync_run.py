@@ -155,8 +155,10 @@ def build_plan(opt, cols):
     for p in pins:
         pin1 = "unpinned" if p == "unpinned" else one
         add("uncontended", "mutex", "sync_uncontended", ["-S", "-n", S["unc_n"]],
-            "ns_per_pair", False, pin1, cols, floor_args=["-m", "cas", "-S", "-n", S["unc_n"]],
-            extra=("tsc_per_pair", "step_instr", "instr_per_pair", "cycles_per_pair"))
+            "cpu_ns_per_pair", False, pin1, cols,
+            floor_args=["-m", "cas", "-S", "-n", S["unc_n"]],
+            extra=("ns_per_pair", "tsc_per_pair", "step_instr", "instr_per_pair",
+                   "cycles_per_pair"))
         for n in opt.ring_threads:
             add("ring", f"N{n}", "sync_ring", ["-t", str(n), "-i", S["ring_i"]],
                 "us_per_step", False, pin1, cols, x=n)
@@ -268,11 +270,29 @@ def run_one(exp, col, opt):
     return out
 
 
+def estimate_left(plan, rep, cur, cur_col, order, last_wall, avg, reps):
+    """Seconds left: every remaining run is assumed to take as long as the
+    same configuration and column did last time (the average run time for
+    runs not seen yet), because the experiments differ by 100x."""
+    left = 0.0
+    ei = plan.index(cur)
+    for r in range(rep, reps):
+        for i, e in enumerate(plan):
+            if r == rep and i < ei:
+                continue
+            for c in e.cols:
+                if r == rep and i == ei and (c == cur_col or order.index(c) < order.index(cur_col)):
+                    continue
+                left += last_wall.get((e.key(), c), avg)
+    return left
+
+
 def run_all(plan, opt, raw_csv):
     runs = []
     total = sum(len(e.cols) for e in plan) * opt.reps
     done = 0
     t_start = time.monotonic()
+    last_wall = {}  # (config, column) -> seconds its latest run took
     fields = ["rep", "experiment", "variant", "pin", "impl", "status", "metric", "value",
               "wall", "why", "unserved", "result", "cmd"]
     with open(raw_csv, "w", newline="") as f:
@@ -298,7 +318,9 @@ def run_all(plan, opt, raw_csv):
                         row["_exp"] = e
                         runs.append(row)
                         el = time.monotonic() - t_start
-                        eta = el / done * (total - done)
+                        last_wall[(e.key(), col)] = r["wall"]
+                        eta = estimate_left(plan, rep, e, col, order, last_wall, el / done,
+                                            opt.reps)
                         res = (f"{r['value']:,.4g} {e.metric}" if r["status"] == "ok"
                                else f"{r['status'].upper()} {r.get('why', '')}")
                         log(f"[{done}/{total} {el:5.0f}s, ~{eta:4.0f}s left] rep {rep + 1}/"
@@ -492,7 +514,8 @@ plot {", ".join(parts)}, 1 with lines dt 2 lc rgb 'black' notitle
 
 
 METRIC_TEXT = {
-    "ns_per_pair": "ns per lock+unlock pair (lower is better)",
+    "cpu_ns_per_pair": "ns of the thread's CPU time per lock+unlock pair (lower is "
+                       "better; wall-clock ns, which also count preemption, in their own column)",
     "us_per_step": "µs per step (lower is better)",
     "switches_per_s": "hand-offs per second (higher is better)",
     "games_sec": "seconds for all games (lower is better)",
@@ -572,8 +595,8 @@ def write_md(opt, plan, cells, cols, runs, drawn, facts, started, elapsed, inter
         if "musl" in cols:
             hdr.append("musl speed-up")
         if name in ("uncontended",):
-            hdr += ["instructions (single-step) glibc / weft / musl / floor",
-                    "TSC cycles glibc / weft"]
+            hdr += ["wall ns glibc / weft", "instructions (single-step) glibc / weft / musl / floor",
+                    "perf instr. / cycles glibc / weft", "TSC cycles glibc / weft"]
         if name == "pingpong":
             hdr.append("thread creation (s) glibc / weft")
         if name == "latency":
@@ -602,8 +625,11 @@ def write_md(opt, plan, cells, cols, runs, drawn, facts, started, elapsed, inter
                 v = cell.extra_med(k) if cell else None
                 return fmt(v)
             if name == "uncontended":
+                row.append(f"{em('glibc', 'ns_per_pair')} / {em('weft', 'ns_per_pair')}")
                 row.append(" / ".join(em(c, "step_instr") for c in ("glibc", "weft", "musl",
                                                                       "floor")))
+                row.append(f"{em('glibc', 'instr_per_pair')} / {em('glibc', 'cycles_per_pair')}"
+                           f" / {em('weft', 'instr_per_pair')} / {em('weft', 'cycles_per_pair')}")
                 row.append(f"{em('glibc', 'tsc_per_pair')} / {em('weft', 'tsc_per_pair')}")
             if name == "pingpong":
                 row.append(f"{em('glibc', 'create_sec')} / {em('weft', 'create_sec')}")
@@ -665,8 +691,16 @@ def target_text(e, cells):
     g = cells.get((e.key(), "glibc"))
     wf = cells.get((e.key(), "weft"))
     if e.name == "uncontended":
-        gi, wi = (g.extra_med("step_instr") if g else None), (wf.extra_med("step_instr") if wf else None)
-        gc, wc = (g.extra_med("tsc_per_pair") if g else None), (wf.extra_med("tsc_per_pair") if wf else None)
+        def both(k):
+            return (g.extra_med(k) if g else None), (wf.extra_med(k) if wf else None)
+        # hardware counters when the machine has them, else the exact
+        # single-step count and TSC ticks
+        gi, wi = both("instr_per_pair")
+        if gi is None or wi is None:
+            gi, wi = both("step_instr")
+        gc, wc = both("cycles_per_pair")
+        if gc is None or wc is None:
+            gc, wc = both("tsc_per_pair")
         if None in (gi, wi, gc, wc):
             return "≤ glibc instr. & cycles"
         ok = wi <= gi and wc <= gc
