@@ -101,7 +101,7 @@ class Exp:
             cmd += ["taskset", "-c", self.pin]
         prog = os.path.join(opt.bindir, self.prog)
         args = self.args
-        if col == "weft":
+        if col == "weft" and not opt.fake_weft:
             cmd += ["env", "LD_PRELOAD=" + opt.weft_lib]
         elif col == "musl":
             prog += ".musl"
@@ -206,8 +206,10 @@ def parse_result(stdout):
     return None
 
 
-def served_problem(col, kv):
+def served_problem(col, kv, opt):
     """None if every lib_* key names the library this column must use."""
+    if col == "weft" and opt.fake_weft:
+        col = "glibc"  # A/A test: the weft column is glibc again
     want = {"glibc": "libc.so.6", "weft": "libweft.so", "musl": "static-non-glibc"}.get(col)
     if want is None:  # floor: the measured path has no library
         return None
@@ -260,7 +262,7 @@ def run_one(exp, col, opt):
     except ValueError:
         return {"status": "noresult", "wall": wall, "why": f"{exp.metric}={kv[exp.metric]}"}
     out = {"status": "ok", "wall": wall, "value": value, "kv": kv}
-    prob = served_problem(col, kv)
+    prob = served_problem(col, kv, opt)
     if prob:
         if opt.allow_unserved and col == "weft":
             out["unserved"] = prob
@@ -553,6 +555,10 @@ def write_md(opt, plan, cells, cols, runs, drawn, facts, started, elapsed, inter
     if lib_changed:
         w("**WARNING: libweft.so changed during the run; the weft column mixes builds.**")
         w("")
+    if opt.fake_weft:
+        w("**A/A TEST (`--fake-weft`): the 'weft' column ran glibc without any preload. "
+          "Its speed-ups show this machine's noise, nothing about weft.**")
+        w("")
     if opt.quick:
         w("**Quick run (`--quick`): small counts and few repetitions, for checking that "
           "everything runs, not for conclusions.**")
@@ -765,6 +771,8 @@ def main():
     ap.add_argument("--no-musl", action="store_true", help="leave out the musl column")
     ap.add_argument("--allow-unserved", action="store_true",
                     help="keep weft runs in which glibc served a timed function (marked †)")
+    ap.add_argument("--fake-weft", action="store_true",
+                    help="A/A test of the method: the weft column runs glibc (no preload)")
     ap.add_argument("--bindir", default=os.path.join(REPO, "build", "bench"))
     ap.add_argument("--out", default=None,
                     help="output folder (default bench/results/sync, or sync-quick)")
@@ -794,7 +802,7 @@ def main():
 
     cols = ["glibc"]
     if not opt.no_weft:
-        if not os.path.exists(opt.weft_lib):
+        if not opt.fake_weft and not os.path.exists(opt.weft_lib):
             sys.exit(f"sync_run.py: {opt.weft_lib} missing: run `make` first, or --no-weft")
         cols.append("weft")
     plan_probe = build_plan(opt, cols)
@@ -812,7 +820,7 @@ def main():
         sys.exit("sync_run.py: taskset (util-linux) is needed")
 
     facts = base.machine_facts(opt)
-    lib_before = base.lib_fact(opt.weft_lib) if "weft" in cols else None
+    lib_before = base.lib_fact(opt.weft_lib) if "weft" in cols and not opt.fake_weft else None
     started = datetime.datetime.now(datetime.timezone.utc)
     n_runs = sum(len(e.cols) for e in plan) * opt.reps
     log(f"sync_run.py: {len(plan)} configurations, columns {', '.join(cols)} (+floor), "
