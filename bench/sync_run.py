@@ -134,7 +134,7 @@ SIZES = {
     "bc_r10": ("20000", "1000"),
     "bc_r100": ("2000", "100"),
     "lat_n": ("100000", "5000"),
-    "cont_e": ("500000", "50000"),
+    "cont_e": ("2000000", "50000"),
 }
 
 
@@ -512,7 +512,14 @@ plot {", ".join(parts)}, 1 with lines dt 2 lc rgb 'black' notitle
             f.write(text)
         if not gp_ok:
             continue
-        r = subprocess.run(["gnuplot", fn + ".gp"], cwd=opt.out, capture_output=True, text=True)
+        try:
+            r = subprocess.run(["gnuplot", fn + ".gp"], cwd=opt.out, capture_output=True,
+                               text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as e:
+            # e.g. fork failing on a machine out of processes: the data and
+            # the report matter more than the picture
+            log(f"gnuplot {fn}.gp could not run: {e}")
+            continue
         if r.returncode != 0:
             log(f"gnuplot {fn}.gp failed: {r.stderr.strip()[:300]}")
         elif os.path.exists(os.path.join(opt.out, fn + ".svg")):
