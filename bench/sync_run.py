@@ -124,16 +124,16 @@ SIZES = {
     # name: (full, quick)
     "unc_n": ("20m", "2m"),
     "ring_i": ("20000", "2000"),
-    "switch_n": ("200000", "10000"),
+    "switch_n": ("200000", "5000"),
     "pp_tables": ("500", "50"),
     "pp_hits": ("10000", "500"),
     # pinned to one CPU, 1000 threads take turns: ~8x slower per hit, so
     # shorter rallies keep the suite's run time reasonable
     "pp_hits_pinned": ("2000", "100"),
-    "wake_n": ("200000", "5000"),
-    "bc_r10": ("20000", "1000"),
-    "bc_r100": ("2000", "100"),
-    "lat_n": ("100000", "5000"),
+    "wake_n": ("200000", "2000"),
+    "bc_r10": ("20000", "300"),
+    "bc_r100": ("2000", "30"),
+    "lat_n": ("100000", "2000"),
     "cont_e": ("2000000", "50000"),
 }
 
