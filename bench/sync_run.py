@@ -475,6 +475,42 @@ set key top left noenhanced
 set datafile missing 'NaN'
 plot {", ".join(parts)}
 """))
+    # latencies as seed 002 reports them: min / avg / max cycles (log scale)
+    lat = [e for e in plan if e.name == "latency"]
+    if lat:
+        rows = []
+        for e in lat:
+            row = [e.variant]
+            for c in cols:
+                cell = cells.get((e.key(), c))
+                vals = [cell.extra_med(k) if cell else None
+                        for k in ("avg_cycles", "min_cycles", "max_cycles")]
+                row += vals
+            rows.append(row)
+        fn = "latency"
+        write_dat(os.path.join(opt.out, fn + ".dat"),
+                  ["variant"] + [f"{c}_{s}" for c in cols for s in ("avg", "min", "max")], rows)
+        parts = []
+        for i, c in enumerate(cols):
+            if any(r[1 + 3 * i] is not None for r in rows):
+                m = 2 + 3 * i
+                xt = ":xtic(1)" if not parts else ""
+                parts.append(f"'{fn}.dat' using {m}:{m + 1}:{m + 2}{xt} title '{title_of[c]}'")
+        if parts:
+            scripts.append((fn, f"""{term}
+set output '{fn}.svg'
+set title 'SCHED_FIFO latencies (seed 002): avg cycles, bars min..max (each the median over runs)' noenhanced
+set ylabel 'TSC cycles (log scale)'
+set logscale y
+set style data histogram
+set style histogram errorbars gap 2 lw 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set grid ytics
+set key top left noenhanced
+set datafile missing 'NaN'
+plot {", ".join(parts)}
+"""))
     # speed-up bars: weft (and musl) over glibc, one bar group per configuration
     others = [c for c in ("weft", "musl") if c in cols]
     for pin in sorted({e.pin_label() for e in plan}):
@@ -660,7 +696,7 @@ def write_md(opt, plan, cells, cols, runs, drawn, facts, started, elapsed, inter
             w("| " + " | ".join(row) + " |")
         w("")
         for svg in drawn:
-            if svg.startswith(name + "_"):
+            if svg.startswith(name + "_") or svg == name + ".svg":
                 w(f"![{title}]({out_rel}/{svg})")
                 w("")
     for svg in drawn:
@@ -812,6 +848,8 @@ def main():
     opt.md = os.path.abspath(opt.md or os.path.join(opt.out, "sync-results.md"))
     opt.bindir = os.path.abspath(opt.bindir)
     opt.weft_lib = os.path.abspath(opt.weft_lib)
+    if os.path.exists(opt.out) and not os.path.isdir(opt.out):
+        sys.exit(f"sync_run.py: --out {opt.out} exists and is not a folder")
     os.makedirs(opt.out, exist_ok=True)
     for fn in os.listdir(opt.out):  # no stale outputs of an earlier run
         if fn.endswith((".svg", ".dat", ".gp")) or fn in ("raw.csv", "raw.json", "summary.json"):
