@@ -41,10 +41,42 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-import run as base  # noqa: E402  (helpers only: log, rel, machine facts)
+import run as base  # noqa: E402  (machine facts and the library fingerprint)
 
-log = base.log
-rel = base.rel
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rel(path):
+    """Path as shown in reports: relative to the repository when inside it."""
+    p = os.path.abspath(path)
+    return os.path.relpath(p, REPO) if p == REPO or p.startswith(REPO + os.sep) else p
+
+
+def int_list(text):
+    """"2,4,8-10" -> [2, 4, 8, 9, 10]"""
+    out = []
+    for part in text.split(","):
+        a, _, b = part.strip().partition("-")
+        if a:
+            out.extend(range(int(a), int(b or a) + 1))
+    if not out:
+        raise argparse.ArgumentTypeError("empty list")
+    return out
+
+
+def machine_facts(opt):
+    # run.py's table, so both reports describe the machine alike
+    if hasattr(base, "machine_facts"):
+        return base.machine_facts(opt)
+    return [("nproc", str(os.cpu_count()))]
+
+
+def lib_fact(path):
+    if hasattr(base, "lib_fact"):
+        return base.lib_fact(path)
+    return f"`{rel(path)}`"
 
 # glibc reference figures and targets from issue 4 (medians on the lead's
 # quiet run), keyed by (experiment, variant).
@@ -808,9 +840,9 @@ def main():
                     help="small counts, 3 repetitions, N 2,8 and K 1,32: about a minute")
     ap.add_argument("--only", default="", help="comma list of experiments: " +
                     ",".join(n for n, _ in TITLES))
-    ap.add_argument("--ring-threads", type=base.int_list, default=None,
+    ap.add_argument("--ring-threads", type=int_list, default=None,
                     help="lock ring N values (default 2,4,8,16,32)")
-    ap.add_argument("--regions", type=base.int_list, default=None,
+    ap.add_argument("--regions", type=int_list, default=None,
                     help="contention K values (default 1,2,4,8,16,32)")
     ap.add_argument("--cpu", default="0", help="CPU for pinned runs (default 0)")
     ap.add_argument("--cpus2", default="0,1", help="CPUs for the latency runs (default 0,1)")
@@ -874,8 +906,8 @@ def main():
     if not shutil.which("taskset"):
         sys.exit("sync_run.py: taskset (util-linux) is needed")
 
-    facts = base.machine_facts(opt)
-    lib_before = base.lib_fact(opt.weft_lib) if "weft" in cols and not opt.fake_weft else None
+    facts = machine_facts(opt)
+    lib_before = lib_fact(opt.weft_lib) if "weft" in cols and not opt.fake_weft else None
     started = datetime.datetime.now(datetime.timezone.utc)
     n_runs = sum(len(e.cols) for e in plan) * opt.reps
     log(f"sync_run.py: {len(plan)} configurations, columns {', '.join(cols)} (+floor), "
@@ -886,7 +918,7 @@ def main():
     cells = summarize(plan, runs)
     all_cols = cols + (["floor"] if any(e.floor_args for e in plan) else [])
     drawn, _ = plots(opt, plan, cells, all_cols)
-    lib_after = base.lib_fact(opt.weft_lib) if lib_before else None
+    lib_after = lib_fact(opt.weft_lib) if lib_before else None
     write_json(opt, plan, cells, runs, facts, started, elapsed)
     write_md(opt, plan, cells, all_cols, runs, drawn, facts, started, elapsed, interrupted,
              lib_before, lib_before != lib_after)
