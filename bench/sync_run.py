@@ -866,7 +866,16 @@ def main():
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"), help="compiler named in the report")
     opt = ap.parse_args()
-    opt.argv_shown = [a for a in sys.argv[1:] if not a.startswith("--bindir")]
+    # the command line for the report, minus the build-specific options
+    # that bench/Makefile adds
+    opt.argv_shown, skip = [], False
+    for a in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif a in ("--bindir", "--cc"):
+            skip = True
+        elif not a.startswith(("--bindir=", "--cc=")):
+            opt.argv_shown.append(a)
     if opt.reps is None:
         opt.reps = 3 if opt.quick else 13
     if opt.reps < 1:
