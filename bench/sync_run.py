@@ -106,7 +106,7 @@ class Exp:
     """One configuration: program + arguments, run under several columns."""
 
     def __init__(self, name, variant, prog, args, metric, higher, pin, cols,
-                 floor_args=None, extra=(), x=None):
+                 floor_args=None, x=None):
         self.name = name          # experiment (uncontended, ring, ...)
         self.variant = variant    # e.g. N4, cond, locked-w10
         self.prog = prog
@@ -116,7 +116,6 @@ class Exp:
         self.pin = pin            # "unpinned" or a taskset CPU list
         self.cols = list(cols)    # glibc/weft/musl (+ floor if floor_args)
         self.floor_args = floor_args
-        self.extra = extra        # secondary keys kept in the summary
         self.x = x                # numeric x for plots (N, K)
         if floor_args is not None:
             self.cols.append("floor")
@@ -191,9 +190,7 @@ def build_plan(opt, cols):
         pin1 = "unpinned" if p == "unpinned" else one
         add("uncontended", "mutex", "sync_uncontended", ["-S", "-n", S["unc_n"]],
             "cpu_ns_per_pair", False, pin1, cols,
-            floor_args=["-m", "cas", "-S", "-n", S["unc_n"]],
-            extra=("ns_per_pair", "tsc_per_pair", "step_instr", "instr_per_pair",
-                   "cycles_per_pair"))
+            floor_args=["-m", "cas", "-S", "-n", S["unc_n"]])
         for n in opt.ring_threads:
             add("ring", f"N{n}", "sync_ring", ["-t", str(n), "-i", S["ring_i"]],
                 "us_per_step", False, pin1, cols, x=n)
@@ -205,8 +202,7 @@ def build_plan(opt, cols):
         pp = ["-t", S["pp_tables"],
               "-H", S["pp_hits"] if p == "unpinned" else S["pp_hits_pinned"]]
         add("pingpong", "cond", "sync_pingpong", ["-m", "cond"] + pp, "games_sec", False,
-            pin1, cols, floor_args=["-m", "futex"] + pp,
-            extra=("create_sec", "hits_per_rally", "tables"))
+            pin1, cols, floor_args=["-m", "futex"] + pp)
         add("wakeup", "cond", "sync_wakeup", ["-m", "cond", "-n", S["wake_n"]],
             "round_trips_per_s", True, pin1, cols,
             floor_args=["-m", "futex", "-n", S["wake_n"]])
@@ -223,9 +219,9 @@ def build_plan(opt, cols):
     if not opt.no_latency:
         lat = ["-n", S["lat_n"]] + (["-O"] if opt.no_fifo else [])
         add("latency", "handoff", "sync_latency", ["-m", "handoff"] + lat, "avg_cycles", False,
-            two, cols, extra=("min_cycles", "max_cycles", "avg_ns", "max_ns"))
+            two, cols)
         add("latency", "bcast", "sync_latency", ["-m", "bcast"] + lat, "avg_cycles", False,
-            two, cols, extra=("min_cycles", "max_cycles", "avg_ns", "max_ns"))
+            two, cols)
     return plan
 
 
