@@ -36,8 +36,10 @@ build() { # NAME: bench/NAME.c -> $tmp/bin/NAME
 run_weft() {
 	if [ "$mode" = linked ]; then "$@"; else LD_PRELOAD="$lib" "$@"; fi
 }
-build sync_ring
-build sync_uncontended
+build sync_ring &
+build sync_uncontended &
+wait
+[ -x "$tmp/bin/sync_ring" ] && [ -x "$tmp/bin/sync_uncontended" ] || fail "cannot build the programs"
 out=$(run_weft timeout 60 "$tmp/bin/sync_ring" -t 4 -i 2000) || fail "sync_ring failed: $out"
 echo "$out"
 case "$out" in
@@ -133,7 +135,7 @@ if [ "$mode" = preload ]; then
 	# --allow-unserved because weft may not serve the mutex yet
 	python3 "$root/bench/sync_run.py" --bindir "$tmp/real" --weft-lib "$lib" \
 		--out "$tmp/real/out" --only ring --ring-threads 2 --reps 1 --no-musl --no-pinned \
-		--no-latency --quick --allow-unserved >"$tmp/real.log" 2>&1 ||
+		--no-latency --quick --allow-unserved --no-plots >"$tmp/real.log" 2>&1 ||
 		fail "real driver run failed: $(tail -5 "$tmp/real.log")"
 	n=$(awk -F, '$6 == "ok"' "$tmp/real/out/raw.csv" | wc -l)
 	[ "$n" -eq 2 ] || fail "real driver run: expected 2 ok runs, got $n: $(cat "$tmp/real/out/raw.csv")"
