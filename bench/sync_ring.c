@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (nthreads < 1 || nthreads > 100000 || steps < 1) {
+	if (optind != argc || nthreads < 1 || nthreads > 100000 || steps < 1) {
 		fprintf(stderr, "%s: need 1 <= threads <= 100000 and steps >= 1\n", argv[0]);
 		return 2;
 	}
