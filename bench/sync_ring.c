@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc || nthreads < 1 || nthreads > 100000 || steps < 1) {
-		fprintf(stderr, "%s: need 1 <= threads <= 100000 and steps >= 1\n", argv[0]);
+		fprintf(stderr, "usage: %s [-t threads (1..100000)] [-i steps per thread (>= 1)]\n", argv[0]);
 		return 2;
 	}
 	nmutex = nthreads + 1;
