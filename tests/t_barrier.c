@@ -137,7 +137,8 @@ static void destroy_cases(void)
 }
 
 /* Destroy-and-free right after the wait, many times: with a heap
-   barrier reused by malloc for the next one. */
+   barrier reused by malloc for the next one.  (A destroy that does not
+   wait for the leaving helper makes it hang on the scribbled word.) */
 struct heap_arg {
 	pthread_barrier_t *b;
 };
@@ -162,6 +163,10 @@ static void destroy_free_loop(void)
 
 		CHECK_ERR(pthread_barrier_init(a.b, NULL, 2), 0);
 		CHECK_ERR(pthread_create(&t, NULL, heap_waiter, &a), 0);
+		/* Arrive last (after the helper is inside, seen as EBUSY),
+		   so the helper is the one still leaving when we destroy. */
+		while (pthread_barrier_destroy(a.b) != EBUSY && now_s() < end)
+			sched_yield();
 		pthread_barrier_wait(a.b);
 		CHECK_ERR(pthread_barrier_destroy(a.b), 0);
 		memset(a.b, 0xff, sizeof *a.b);
