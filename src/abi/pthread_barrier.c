@@ -45,19 +45,24 @@ WEFT_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b)
 
 WEFT_EXPORT int pthread_barrierattr_init(pthread_barrierattr_t *attr)
 {
+	if (!weft_serving())
+		return GLIBC_FN(pthread_barrierattr_init)(attr);
 	((struct weft_barrierattr *)attr)->pshared = PTHREAD_PROCESS_PRIVATE;
 	return 0;
 }
 
 WEFT_EXPORT int pthread_barrierattr_destroy(pthread_barrierattr_t *attr)
 {
-	(void)attr;
+	if (!weft_serving())
+		return GLIBC_FN(pthread_barrierattr_destroy)(attr);
 	return 0;
 }
 
 WEFT_EXPORT int pthread_barrierattr_getpshared(const pthread_barrierattr_t *attr,
 					       int *pshared)
 {
+	if (!weft_serving())
+		return GLIBC_FN(pthread_barrierattr_getpshared)(attr, pshared);
 	*pshared = ((const struct weft_barrierattr *)attr)->pshared;
 	return 0;
 }
@@ -65,6 +70,8 @@ WEFT_EXPORT int pthread_barrierattr_getpshared(const pthread_barrierattr_t *attr
 WEFT_EXPORT int pthread_barrierattr_setpshared(pthread_barrierattr_t *attr,
 					       int pshared)
 {
+	if (!weft_serving())
+		return GLIBC_FN(pthread_barrierattr_setpshared)(attr, pshared);
 	if (pshared != PTHREAD_PROCESS_PRIVATE &&
 	    pshared != PTHREAD_PROCESS_SHARED)
 		return EINVAL;

@@ -106,12 +106,14 @@ WEFT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 }
 WEFT_ALIAS(pthread_rwlock_unlock);
 
-/* --- attributes: glibc's layout, so they need no forwarding ---------- */
+/* --- attributes, in glibc's layout ------------------------------------ */
 
 WEFT_EXPORT int pthread_rwlockattr_init(pthread_rwlockattr_t *attr)
 {
 	struct weft_rwlockattr *a = (struct weft_rwlockattr *)attr;
 
+	if (!weft_serving())
+		return GLIBC_FN(pthread_rwlockattr_init)(attr);
 	a->kind = PTHREAD_RWLOCK_DEFAULT_NP;
 	a->pshared = PTHREAD_PROCESS_PRIVATE;
 	return 0;
@@ -119,13 +121,16 @@ WEFT_EXPORT int pthread_rwlockattr_init(pthread_rwlockattr_t *attr)
 
 WEFT_EXPORT int pthread_rwlockattr_destroy(pthread_rwlockattr_t *attr)
 {
-	(void)attr;
+	if (!weft_serving())
+		return GLIBC_FN(pthread_rwlockattr_destroy)(attr);
 	return 0;
 }
 
 WEFT_EXPORT int pthread_rwlockattr_getpshared(const pthread_rwlockattr_t *attr,
 					      int *pshared)
 {
+	if (!weft_serving())
+		return GLIBC_FN(pthread_rwlockattr_getpshared)(attr, pshared);
 	*pshared = ((const struct weft_rwlockattr *)attr)->pshared;
 	return 0;
 }
@@ -133,6 +138,8 @@ WEFT_EXPORT int pthread_rwlockattr_getpshared(const pthread_rwlockattr_t *attr,
 WEFT_EXPORT int pthread_rwlockattr_setpshared(pthread_rwlockattr_t *attr,
 					      int pshared)
 {
+	if (!weft_serving())
+		return GLIBC_FN(pthread_rwlockattr_setpshared)(attr, pshared);
 	if (pshared != PTHREAD_PROCESS_PRIVATE &&
 	    pshared != PTHREAD_PROCESS_SHARED)
 		return EINVAL;
@@ -143,6 +150,8 @@ WEFT_EXPORT int pthread_rwlockattr_setpshared(pthread_rwlockattr_t *attr,
 WEFT_EXPORT int pthread_rwlockattr_getkind_np(const pthread_rwlockattr_t *attr,
 					      int *kind)
 {
+	if (!weft_serving())
+		return GLIBC_FN(pthread_rwlockattr_getkind_np)(attr, kind);
 	*kind = ((const struct weft_rwlockattr *)attr)->kind;
 	return 0;
 }
@@ -152,6 +161,8 @@ WEFT_EXPORT int pthread_rwlockattr_getkind_np(const pthread_rwlockattr_t *attr,
 WEFT_EXPORT int pthread_rwlockattr_setkind_np(pthread_rwlockattr_t *attr,
 					      int kind)
 {
+	if (!weft_serving())
+		return GLIBC_FN(pthread_rwlockattr_setkind_np)(attr, kind);
 	if (kind != PTHREAD_RWLOCK_PREFER_READER_NP &&
 	    kind != PTHREAD_RWLOCK_PREFER_WRITER_NP &&
 	    kind != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)

@@ -78,9 +78,13 @@ int barrier_wait(pthread_barrier_t *b)
 {
 	struct weft_barrier *w = bar(b);
 	int priv = w->shared ? WEFT_FUTEX_SHARED : WEFT_FUTEX_PRIVATE;
-	uint64_t t = __atomic_fetch_add(&w->in, 1, __ATOMIC_ACQ_REL);
 	uint32_t count = w->count;
+	uint64_t t;
 	int ret = 0;
+
+	if (count == 0) /* never initialised, or destroyed and zeroed */
+		return EINVAL;
+	t = __atomic_fetch_add(&w->in, 1, __ATOMIC_ACQ_REL);
 
 	if (t % count == count - 1) {
 		__atomic_fetch_add(&w->round, 1, __ATOMIC_RELEASE);
@@ -104,6 +108,8 @@ int barrier_destroy(pthread_barrier_t *b)
 	uint64_t in = __atomic_load_n(&w->in, __ATOMIC_ACQUIRE);
 	uint32_t want = (uint32_t)in * BAR_LEAVER, o;
 
+	if (w->count == 0)
+		return EINVAL;
 	if (in % w->count)
 		return EBUSY;
 	/* Every waiter of a completed round is on its way out: wait. */
