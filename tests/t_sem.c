@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -240,6 +241,47 @@ static void destroy_busy(void)
 	CHECK_ERR(SEMERR(sem_destroy(&busy)), 0);
 }
 
+/* A signal handler interrupting sem_wait: -1 with EINTR (as glibc, since
+   the handler is installed without SA_RESTART). */
+static sem_t intr;
+static volatile sig_atomic_t handled;
+static void on_usr1(int sig)
+{
+	(void)sig;
+	handled = 1;
+}
+
+static void *intr_waiter(void *arg)
+{
+	(void)arg;
+	return (void *)(long)(sem_wait(&intr) == 0 ? 0 : errno);
+}
+
+static void interrupted(void)
+{
+	struct sigaction sa;
+	pthread_t t;
+	double end = now_s() + 10;
+	void *res;
+	int seen = 0;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	sem_init(&intr, 0, 0);
+	CHECK_ERR(pthread_create(&t, NULL, intr_waiter, NULL), 0);
+	/* Registered as a sleeper once destroy says EBUSY. */
+	while (!seen && now_s() < end)
+		if (!(seen = sem_destroy(&intr) != 0 && errno == EBUSY))
+			sched_yield();
+	CHECK(seen, "the waiter never slept");
+	pthread_kill(t, SIGUSR1);
+	CHECK_ERR(pthread_join(t, &res), 0);
+	CHECK_EQ((long)res, EINTR);
+	CHECK_EQ(handled, 1);
+	CHECK_ERR(SEMERR(sem_destroy(&intr)), 0); /* it left the count */
+}
+
 /* --- named ------------------------------------------------------------ */
 
 static void named(void)
@@ -333,6 +375,7 @@ int main(void)
 	producer_consumer();
 	errors_and_timeouts();
 	destroy_busy();
+	interrupted();
 	named();
 	TEST_DONE();
 }

@@ -3,7 +3,8 @@
    same test, executed without LD_PRELOAD (the peer proves weft is
    absent).  They ping-pong, each side blocking in turn, through
      1. two unnamed process-shared semaphores in a shared memfd mapping;
-     2. a named semaphore created by weft and one created by glibc.
+     2. a named semaphore created by weft and one created by glibc;
+   then both increment a counter under one spin lock at the same time.
    Every wait has a deadline, so a lost wake-up fails instead of
    hanging. */
 #include <fcntl.h>
@@ -14,11 +15,23 @@
 #include <unistd.h>
 #include "harness.h"
 
-enum { ROUNDS = 20000, NAMED_ROUNDS = 5000, BULK = 1000 };
+enum { ROUNDS = 20000, NAMED_ROUNDS = 5000, BULK = 1000, SPINS = 200000 };
 
 struct area {
-	sem_t ping, pong, bulk;
+	sem_t ping, pong, bulk, go;
+	pthread_spinlock_t spin; /* glibc's encoding too: 0 free, 1 held */
+	long counter;
 };
+
+/* Both processes at once: a non-atomic increment under the spin lock. */
+static void spin_count(struct area *m)
+{
+	for (int i = 0; i < SPINS; i++) {
+		pthread_spin_lock(&m->spin);
+		m->counter = m->counter + 1;
+		pthread_spin_unlock(&m->spin);
+	}
+}
 
 static struct timespec deadline(int s)
 {
@@ -50,6 +63,7 @@ static int peer(int fd, const char *name_weft, const char *name_glibc)
 		fprintf(stderr, "peer: expected plain glibc, got libweft\n");
 		return 2;
 	}
+	alarm(60); /* the spin phase has no deadline of its own */
 	m = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	b = sem_open(name_glibc, O_CREAT | O_EXCL, 0600, 0);
 	a = sem_open(name_weft, 0);
@@ -73,6 +87,8 @@ static int peer(int fd, const char *name_weft, const char *name_glibc)
 			return 6;
 	if (sem_trywait(&m->bulk) == 0 || errno != EAGAIN)
 		return 7;
+	sem_post(&m->go);
+	spin_count(m);
 	sem_getvalue(&m->pong, &v);
 	sem_close(a);
 	sem_close(b);
@@ -131,9 +147,11 @@ int main(int argc, char **argv)
 		return peer(atoi(argv[2]), argv[3], argv[4]);
 
 	WEFT_REQUIRE();
+	alarm(60); /* the spin phase has no deadline of its own */
 	REQUIRE_SERVED(sem_post);
 	REQUIRE_SERVED(sem_timedwait);
 	REQUIRE_SERVED(sem_open);
+	REQUIRE_SERVED(pthread_spin_lock);
 
 	fd = memfd_create("weft-sem-interop", 0); /* inherited by the peer */
 	REQUIRE(fd >= 0 && ftruncate(fd, sizeof *m) == 0, "memfd");
@@ -142,6 +160,8 @@ int main(int argc, char **argv)
 	CHECK_ERR(sem_init(&m->ping, 1, 0), 0);
 	CHECK_ERR(sem_init(&m->pong, 1, 0), 0);
 	CHECK_ERR(sem_init(&m->bulk, 1, 0), 0);
+	CHECK_ERR(sem_init(&m->go, 1, 0), 0);
+	CHECK_ERR(pthread_spin_init(&m->spin, PTHREAD_PROCESS_SHARED), 0);
 	snprintf(na, sizeof na, "/weft-interop-w-%d", (int)getpid());
 	snprintf(nb, sizeof nb, "/weft-interop-g-%d", (int)getpid());
 	sem_unlink(na);
@@ -165,14 +185,18 @@ int main(int argc, char **argv)
 		int e = wait20(b);
 		REQUIRE(e == 0, "named round %d: %s", i, strerror(e));
 	}
+	REQUIRE(wait20(&m->go) == 0, "peer never reached the spin phase");
+	spin_count(m);
 	REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+	CHECK_EQ(m->counter, 2L * SPINS);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "peer: status 0x%x", status);
 	CHECK_ERR(sem_close(a), 0);
 	CHECK_ERR(sem_close(b), 0);
 	CHECK_ERR(sem_unlink(na), 0);
 	CHECK_ERR(sem_unlink(nb), 0);
-	printf("%d unnamed and %d named ping-pong rounds with a glibc peer\n",
-	       ROUNDS, NAMED_ROUNDS);
+	printf("%d unnamed and %d named ping-pong rounds, %d spin-locked "
+	       "increments each, with a glibc peer\n",
+	       ROUNDS, NAMED_ROUNDS, SPINS);
 	TEST_DONE();
 }

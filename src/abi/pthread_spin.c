@@ -7,7 +7,7 @@ WEFT_EXPORT int pthread_spin_init(pthread_spinlock_t *l, int pshared)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_spin_init)(l, pshared);
-	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+	spin_init(l);
 	return 0;
 }
 

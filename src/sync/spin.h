@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+void spin_init(pthread_spinlock_t *l);
 int spin_lock(pthread_spinlock_t *l);
 int spin_trylock(pthread_spinlock_t *l);
 int spin_unlock(pthread_spinlock_t *l);
