@@ -2,7 +2,8 @@
    memory), every error, timeouts on both clocks, exclusion under stress
    with invariants checked inside the critical sections, writer
    preference without writer starvation (worst writer wait reported),
-   and a process-shared lock across fork. */
+   a storm of timed lock calls that give up (no lost wake-up), and a
+   process-shared lock across fork. */
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -293,6 +294,94 @@ static void stress(int kind, int rest, double seconds)
 	}
 }
 
+/* --- timeout storm ----------------------------------------------------
+   Timed lock calls that give up all the time, mixed with untimed ones:
+   a waiter giving up must not swallow the wake-up another one needed
+   (an untimed waiter would then sleep forever: alarm() fails the test). */
+
+enum { STORM_THREADS = 5 };
+static pthread_rwlock_t storm;
+static double storm_end;
+static long storm_timeouts, storm_locks;
+
+static void *storm_worker(void *arg)
+{
+	unsigned seed = (unsigned)(long)arg * 7919u + 1;
+	long timeouts = 0, locks = 0;
+
+	CHECK_WEFT_THREAD();
+	for (int i = 0; i < 200000 && (i % 32 || now_s() < storm_end); i++) {
+		int op, err, write;
+		seed = seed * 1103515245u + 12345u;
+		op = (seed >> 16) % 4;
+		write = op & 1;
+		if (op < 2) {
+			err = write ? pthread_rwlock_wrlock(&storm)
+				    : pthread_rwlock_rdlock(&storm);
+		} else {
+			clockid_t c = (seed >> 20) & 1 ? CLOCK_MONOTONIC
+						       : CLOCK_REALTIME;
+			struct timespec ts = deadline(c, 0);
+			ts.tv_nsec += 20000 + (seed >> 8) % 200000;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			err = write ? pthread_rwlock_clockwrlock(&storm, c, &ts)
+				    : pthread_rwlock_clockrdlock(&storm, c, &ts);
+		}
+		if (err == ETIMEDOUT) {
+			timeouts++;
+			continue;
+		}
+		REQUIRE(err == 0, "storm lock: %d", err);
+		locks++;
+		if (write) {
+			if (__atomic_fetch_add(&writers_in, 1, __ATOMIC_SEQ_CST) ||
+			    __atomic_load_n(&readers_in, __ATOMIC_SEQ_CST))
+				FAIL("storm: a writer was not alone");
+			for (int k = 0; k < 300; k++)
+				__asm__ volatile("pause");
+			__atomic_fetch_sub(&writers_in, 1, __ATOMIC_SEQ_CST);
+		} else {
+			__atomic_fetch_add(&readers_in, 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&writers_in, __ATOMIC_SEQ_CST))
+				FAIL("storm: a reader saw a writer");
+			for (int k = 0; k < 300; k++)
+				__asm__ volatile("pause");
+			__atomic_fetch_sub(&readers_in, 1, __ATOMIC_SEQ_CST);
+		}
+		CHECK_ERR(pthread_rwlock_unlock(&storm), 0);
+	}
+	__atomic_fetch_add(&storm_timeouts, timeouts, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&storm_locks, locks, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void timeout_storm(int kind)
+{
+	pthread_rwlockattr_t a;
+	pthread_t t[STORM_THREADS];
+
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, kind);
+	CHECK_ERR(pthread_rwlock_init(&storm, &a), 0);
+	storm_timeouts = storm_locks = 0;
+	storm_end = now_s() + 1.0;
+	alarm(60);
+	for (long i = 0; i < STORM_THREADS; i++)
+		CHECK_ERR(pthread_create(&t[i], NULL, storm_worker, (void *)i), 0);
+	for (int i = 0; i < STORM_THREADS; i++)
+		CHECK_ERR(pthread_join(t[i], NULL), 0);
+	alarm(0);
+	CHECK_ERR(pthread_rwlock_destroy(&storm), 0);
+	printf("timeout storm (%s): %ld locks, %ld timeouts\n",
+	       kind == PTHREAD_RWLOCK_PREFER_READER_NP ? "prefer-reader"
+						       : "prefer-writer",
+	       storm_locks, storm_timeouts);
+	CHECK(storm_timeouts > 0, "no timeout happened: the storm proved nothing");
+}
+
 /* --- process-shared, across fork ------------------------------------- */
 
 struct shared_area {
@@ -365,6 +454,8 @@ int main(void)
 	stress(PTHREAD_RWLOCK_PREFER_READER_NP, 400, 1.5);
 	stress(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP, 400, 1.5);
 	stress(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP, 0, 1.5);
+	timeout_storm(PTHREAD_RWLOCK_PREFER_READER_NP);
+	timeout_storm(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pshared_fork();
 	TEST_DONE();
 }
