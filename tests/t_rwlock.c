@@ -382,6 +382,68 @@ static void timeout_storm(int kind)
 	CHECK(storm_timeouts > 0, "no timeout happened: the storm proved nothing");
 }
 
+/* --- a waiting writer gives up -----------------------------------------
+   Writer-preferring lock, read-held by main.  W waits with a deadline,
+   and a reader R arriving meanwhile must wait behind W.  When W gives up,
+   R must be let in at once (main still holds its read lock, so nothing
+   else would ever wake R). */
+
+static pthread_rwlock_t gu;
+static int gu_reader_in;
+
+static void *gu_writer(void *arg)
+{
+	struct timespec ts = deadline(CLOCK_MONOTONIC, 300);
+
+	(void)arg;
+	return (void *)(long)pthread_rwlock_clockwrlock(&gu, CLOCK_MONOTONIC, &ts);
+}
+
+static void *gu_reader(void *arg)
+{
+	(void)arg;
+	CHECK_ERR(pthread_rwlock_rdlock(&gu), 0);
+	__atomic_store_n(&gu_reader_in, 1, __ATOMIC_SEQ_CST);
+	CHECK_ERR(pthread_rwlock_unlock(&gu), 0);
+	return NULL;
+}
+
+static void writer_gives_up(void)
+{
+	pthread_rwlockattr_t a;
+	pthread_t w, r;
+	double end;
+	void *res;
+	int busy = 0;
+
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	CHECK_ERR(pthread_rwlock_init(&gu, &a), 0);
+	CHECK_ERR(pthread_rwlock_rdlock(&gu), 0);
+	CHECK_ERR(pthread_create(&w, NULL, gu_writer, NULL), 0);
+	/* W is registered once new readers are refused. */
+	for (end = now_s() + 0.25; !busy && now_s() < end;)
+		if (!(busy = pthread_rwlock_tryrdlock(&gu) == EBUSY)) {
+			pthread_rwlock_unlock(&gu);
+			sched_yield();
+		}
+	CHECK(busy, "the writer never showed up as waiting");
+	CHECK_ERR(pthread_create(&r, NULL, gu_reader, NULL), 0);
+	CHECK_ERR(pthread_join(w, &res), 0);
+	CHECK_EQ((long)res, ETIMEDOUT);
+	for (end = now_s() + 5; !__atomic_load_n(&gu_reader_in, __ATOMIC_SEQ_CST) &&
+				now_s() < end;)
+		sched_yield();
+	CHECK(gu_reader_in, "the reader stayed blocked after the writer gave up");
+	CHECK_ERR(pthread_rwlock_unlock(&gu), 0);
+	if (!gu_reader_in) { /* rescue it, so the test ends */
+		pthread_rwlock_wrlock(&gu);
+		pthread_rwlock_unlock(&gu);
+	}
+	CHECK_ERR(pthread_join(r, NULL), 0);
+	CHECK_ERR(pthread_rwlock_destroy(&gu), 0);
+}
+
 /* --- process-shared, across fork ------------------------------------- */
 
 struct shared_area {
@@ -454,6 +516,7 @@ int main(void)
 	stress(PTHREAD_RWLOCK_PREFER_READER_NP, 400, 1.5);
 	stress(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP, 400, 1.5);
 	stress(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP, 0, 1.5);
+	writer_gives_up();
 	timeout_storm(PTHREAD_RWLOCK_PREFER_READER_NP);
 	timeout_storm(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pshared_fork();

@@ -19,8 +19,10 @@
    Wakes: a writer leaving wakes one writer (if any waits) and every
    reader (if any waits, unless writers are preferred and a writer
    waits); the last reader leaving wakes one writer.  A writer that gives
-   up (time-out) may have eaten the one wake meant for another writer,
-   so it passes a wake on when the lock is free.
+   up (time-out) wakes the readers it alone held back (writer
+   preference), and, should the lock be free while writers still wait,
+   one of them (defensive: every holder's unlock wakes a writer anyway,
+   so a wake it swallowed is normally replaced).
 
    Preference (pthread_rwlockattr_setkind_np): by default, as in glibc, a
    reader enters whenever no writer holds the lock, so a stream of
@@ -225,7 +227,8 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 	}
 	left = __atomic_sub_fetch(&l->wr_waiters, 1, __ATOMIC_SEQ_CST);
 	if (r == ETIMEDOUT) {
-		/* We may have taken the one wake meant for another writer. */
+		/* Defensive: a wake we swallowed, with nobody left to
+		   unlock, must not strand the other writers. */
 		if (left && LD(&l->state) == 0)
 			wake_writer(l);
 		/* Readers held back for our sake may enter now. */
