@@ -352,6 +352,35 @@ static void named(void)
 		CHECK_ERR(SEMERR(sem_wait(a)), 0);
 	CHECK_ERR(SEMERR(sem_trywait(a)), EAGAIN);
 
+	/* EACCES: another user may neither open our 0600 semaphore nor
+	   (sticky /dev/shm) unlink it.  As root, a child drops to nobody;
+	   otherwise a 0000 semaphore of our own is refused to us. */
+	if (getuid() == 0) {
+		pid = fork();
+		REQUIRE(pid >= 0, "fork");
+		if (pid == 0) {
+			int ok = setgid(65534) == 0 && setuid(65534) == 0;
+			errno = 0;
+			ok = ok && sem_open(name, 0) == SEM_FAILED && errno == EACCES;
+			errno = 0;
+			ok = ok && sem_unlink(name) == -1 && errno == EACCES;
+			_exit(ok ? 0 : 1);
+		}
+		REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+		CHECK(status == 0, "as nobody: open/unlink not refused with EACCES");
+	} else {
+		char locked[80];
+		snprintf(locked, sizeof locked, "%s-locked", name);
+		sem_unlink(locked);
+		sem_t *l = sem_open(locked, O_CREAT | O_EXCL, 0, 0);
+		CHECK(l != SEM_FAILED, "create 0000: errno %d", errno);
+		errno = 0;
+		CHECK(sem_open(locked, 0) == SEM_FAILED && errno == EACCES,
+		      "open of a 0000 semaphore: errno %d", errno);
+		sem_close(l);
+		sem_unlink(locked);
+	}
+
 	CHECK_ERR(SEMERR(sem_unlink(name)), 0);
 	CHECK(stat(path, &st) != 0, "%s still exists", path);
 	CHECK_ERR(SEMERR(sem_post(a)), 0); /* unlinked, still usable */
