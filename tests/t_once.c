@@ -95,8 +95,20 @@ static void cancelled_init(void)
 	CHECK_ERR(pthread_create(&runner, NULL, once_caller, NULL), 0);
 	while (sem_wait(&started) != 0)
 		;
-	/* A second caller that must wait for the runner. */
+	/* A second caller that must wait for the runner: it is asleep
+	   once weft's WAITERS bit (4) shows in the word. */
 	CHECK_ERR(pthread_create(&waiter, NULL, once_caller, NULL), 0);
+	{
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			sched_yield();
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while (!(__atomic_load_n(&conce, __ATOMIC_SEQ_CST) & 4) &&
+			 t1.tv_sec - t0.tv_sec < 5);
+		CHECK(conce & 4, "the second caller never waited: word %d",
+		      conce);
+	}
 	CHECK_ERR(pthread_cancel(runner), 0);
 	CHECK_ERR(pthread_join(runner, &res), 0);
 	CHECK(res == PTHREAD_CANCELED, "runner not cancelled: %p", res);
