@@ -239,6 +239,18 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 	return r;
 }
 
+/* Does the calling thread hold the write lock?  Asked only after a try
+   failed: a thread that holds it always fails the try, so the answer
+   (EDEADLK, glibc's) is the same as asking first, minus a load on the
+   fast path.  The tid is written by the owner itself, so a stale value
+   is never our own. */
+static int held_by_self(struct weft_rwlock *l)
+{
+	int owner = __atomic_load_n(&l->owner_tid, __ATOMIC_RELAXED);
+
+	return owner && owner == self_tid();
+}
+
 int rwlock_rdlock(pthread_rwlock_t *rw, clockid_t clock,
 		  const struct timespec *abstime)
 {
@@ -247,12 +259,11 @@ int rwlock_rdlock(pthread_rwlock_t *rw, clockid_t clock,
 
 	if (abstime && (r = futex_abstime_check(clock, abstime)))
 		return r;
-	if (__atomic_load_n(&l->owner_tid, __ATOMIC_RELAXED) &&
-	    __atomic_load_n(&l->owner_tid, __ATOMIC_RELAXED) == self_tid())
-		return EDEADLK;
 	r = rd_try(l);
 	if (r != EBUSY)
 		return r;
+	if (held_by_self(l))
+		return EDEADLK;
 	return rd_slow(l, clock, abstime);
 }
 
@@ -269,11 +280,10 @@ int rwlock_wrlock(pthread_rwlock_t *rw, clockid_t clock,
 
 	if (abstime && (r = futex_abstime_check(clock, abstime)))
 		return r;
-	if (__atomic_load_n(&l->owner_tid, __ATOMIC_RELAXED) &&
-	    __atomic_load_n(&l->owner_tid, __ATOMIC_RELAXED) == self_tid())
-		return EDEADLK;
 	if (wr_try(l) == 0)
 		return 0;
+	if (held_by_self(l))
+		return EDEADLK;
 	return wr_slow(l, clock, abstime);
 }
 
@@ -308,11 +318,13 @@ int rwlock_unlock(pthread_rwlock_t *rw)
 
 	if (s & RW_WRLOCKED)
 		return wr_unlock(l);
-	do {
-		if (s < RW_READER)
-			return EPERM;
-	} while (!CAS(&l->state, &s, s - RW_READER));
-	if (s - RW_READER == 0 && LD(&l->wr_waiters))
+	if (s < RW_READER)
+		return EPERM;
+	/* A reader leaving: one atomic subtract (readers only come and go
+	   while no writer holds the lock, so the count cannot be stale in a
+	   way that matters for a correct caller). */
+	s = __atomic_sub_fetch(&l->state, RW_READER, __ATOMIC_SEQ_CST);
+	if (s == 0 && LD(&l->wr_waiters))
 		wake_writer(l);
 	return 0;
 }
