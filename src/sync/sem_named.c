@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,28 @@ struct mapping {
 
 static struct mapping *mappings;
 static weft_lock_t mappings_lock = WEFT_LOCK_INIT;
+
+/* fork: the list must not be caught half-changed, nor its lock held by
+   a thread that does not exist in the child. */
+static void fork_prepare(void)
+{
+	weft_lock(&mappings_lock);
+}
+
+static void fork_parent(void)
+{
+	weft_unlock(&mappings_lock);
+}
+
+static void fork_child(void)
+{
+	weft_lock_reset(&mappings_lock);
+}
+
+__attribute__((constructor)) static void sem_named_register_fork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 /* "/dev/shm/sem.NAME" for a name with optional leading slashes and no
    other slash; 0, or -1 for an invalid name. */
