@@ -39,6 +39,10 @@ $(B)/obj/%.o: %.S Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
+# pthread_once must let a cancellation unwind through the init routine's
+# caller and run its cleanup (src/sync/once.c).
+$(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexceptions
+
 $(B)/libweft.so: $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
 		-o $@ $(LIB_OBJS) -lc

@@ -10,6 +10,7 @@
 #ifndef WEFT_KERNEL_FUTEX_H
 #define WEFT_KERNEL_FUTEX_H
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <time.h>
 #include "syscall.h"
@@ -33,6 +34,19 @@ static inline long futex_wake(volatile int *addr, int n, int priv)
    already changed, -ETIMEDOUT, -EINTR or -EINVAL. */
 long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
 		      const struct timespec *abstime, int priv);
+
+/* The checks glibc makes on a deadline before trying to take a lock:
+   EINVAL for a clock futexes cannot wait on, or nanoseconds outside
+   0..999,999,999; else 0. */
+static inline int futex_abstime_check(clockid_t clock,
+				      const struct timespec *abstime)
+{
+	if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
+		return EINVAL;
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)
+		return EINVAL;
+	return 0;
+}
 
 /* Wake up to `nwake` waiters of addr and move up to `nmove` others to
    wait on addr2 instead, provided *addr still equals `expect`. */

@@ -1,0 +1,19 @@
+/* pthread_once and glibc's alias __pthread_once.  Compiled with
+   -fexceptions (see the Makefile) so that a cancellation unwinding out of
+   the init routine passes through here cleanly. */
+#include "../sync/once.h"
+#include "export.h"
+
+WEFT_EXPORT int pthread_once(pthread_once_t *once, void (*init)(void))
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_once)(once, init);
+	/* Fast path: done already; the acquire pairs with the runner's
+	   release, so the routine's effects are visible. */
+	if (__builtin_expect(__atomic_load_n(once, __ATOMIC_ACQUIRE) ==
+				     ONCE_DONE, 1))
+		return 0;
+	return once_slow(once, init);
+}
+
+WEFT_ALIAS(__pthread_once, pthread_once);

@@ -1,0 +1,330 @@
+/* Read-write locks.
+
+   All of the lock's state that decides who may enter is one 32-bit word:
+
+     state:  bits 31..2  number of readers holding the lock
+             bit 1       unused
+             bit 0       WRLOCKED: a writer holds the lock
+
+   Sleepers never wait on `state` itself (a reader leaving would then
+   wake writers and readers alike).  Readers sleep on `rd_seq`, writers
+   on `wr_seq`; a waker changes `state`, then bumps the sequence word it
+   wakes and calls FUTEX_WAKE.  A sleeper registers in rd_waiters /
+   wr_waiters, reads the sequence word, looks at `state` once more and
+   only then sleeps on the value it read, so a wake-up between its look
+   and its sleep changes the word and the kernel refuses to sleep: no
+   lost wake-up.  All of these accesses are sequentially consistent, so
+   either the waker sees the registration or the sleeper sees the change.
+
+   Wakes: a writer leaving wakes one writer (if any waits) and every
+   reader (if any waits, unless writers are preferred and a writer
+   waits); the last reader leaving wakes one writer.  A writer that gives
+   up (time-out) wakes the readers it alone held back (writer
+   preference), and, should the lock be free while writers still wait,
+   one of them (defensive: every holder's unlock wakes a writer anyway,
+   so a wake it swallowed is normally replaced).
+
+   Preference (pthread_rwlockattr_setkind_np): by default, as in glibc, a
+   reader enters whenever no writer holds the lock, so a stream of
+   readers can starve writers.  With PREFER_WRITER_NONRECURSIVE_NP, a
+   reader also stays out while any writer waits; the readers inside
+   drain and the writer gets the lock next.  Read locks are then not
+   recursive: a thread holding a read lock that asks for another one
+   while a writer waits deadlocks (as in glibc; hence the name). */
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../arch/x86_64/syscall_arch.h"
+#include "../host/glibc.h"
+#include "../kernel/futex.h"
+#include "rwlock.h"
+
+#define RW_WRLOCKED 1u
+#define RW_READER 4u
+#define RW_MAX_READERS (UINT32_MAX / RW_READER)
+/* Brief spin before sleeping: a lock held for a few hundred cycles is
+   cheaper to wait for than to sleep on (two system calls). */
+#define RW_SPIN 100
+
+/* Our view of pthread_rwlock_t.  Only three places must agree with
+   glibc: all-zero memory is an unlocked reader-preferring private lock,
+   `flags` sits where glibc's static initializers put the kind (so
+   PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP works), and
+   `owner_tid` sits where glibc keeps its __cur_writer. */
+struct weft_rwlock {
+	uint32_t state;
+	uint32_t rd_seq;
+	uint32_t wr_seq;
+	uint32_t rd_waiters;
+	uint32_t wr_waiters;
+	uint32_t pad0;
+	int owner_tid; /* tid of the writer holding it, 0 if none */
+	int shared;    /* nonzero: process-shared futexes */
+	uint32_t pad1[4];
+	uint32_t flags; /* kind: PTHREAD_RWLOCK_PREFER_* */
+	uint32_t pad2;
+};
+
+_Static_assert(sizeof(struct weft_rwlock) <= sizeof(pthread_rwlock_t),
+	       "weft_rwlock does not fit");
+_Static_assert(offsetof(struct weft_rwlock, flags) ==
+		       offsetof(pthread_rwlock_t, __data.__flags),
+	       "kind must be where glibc's initializers put it");
+_Static_assert(offsetof(struct weft_rwlock, owner_tid) ==
+		       offsetof(pthread_rwlock_t, __data.__cur_writer),
+	       "writer tid where glibc keeps it");
+_Static_assert(sizeof(struct weft_rwlockattr) == sizeof(pthread_rwlockattr_t),
+	       "rwlockattr layout");
+
+#define LD(p) __atomic_load_n(p, __ATOMIC_SEQ_CST)
+#define CAS(p, expp, v)                                                        \
+	__atomic_compare_exchange_n(p, expp, v, 0, __ATOMIC_SEQ_CST,           \
+				    __ATOMIC_SEQ_CST)
+
+static inline struct weft_rwlock *rwl(pthread_rwlock_t *rw)
+{
+	return (struct weft_rwlock *)rw;
+}
+
+static inline int rw_priv(const struct weft_rwlock *l)
+{
+	return l->shared ? WEFT_FUTEX_SHARED : WEFT_FUTEX_PRIVATE;
+}
+
+static inline int prefer_writer(const struct weft_rwlock *l)
+{
+	return l->flags == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+}
+
+/* The calling thread's kernel tid, from glibc's TCB (thread pointer). */
+static int self_tid(void)
+{
+	char *tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return *host_tid_word(tp);
+}
+
+int rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr)
+{
+	const struct weft_rwlockattr *a = (const struct weft_rwlockattr *)attr;
+	struct weft_rwlock *l = rwl(rw);
+
+	__builtin_memset(rw, 0, sizeof *rw);
+	if (a) {
+		l->flags = (uint32_t)a->kind;
+		l->shared = a->pshared == PTHREAD_PROCESS_SHARED;
+	}
+	return 0;
+}
+
+/* Busy when held, or when a thread is still inside a lock call. */
+int rwlock_destroy(pthread_rwlock_t *rw)
+{
+	struct weft_rwlock *l = rwl(rw);
+
+	if (LD(&l->state) || LD(&l->rd_waiters) || LD(&l->wr_waiters))
+		return EBUSY;
+	return 0;
+}
+
+static void wake_readers(struct weft_rwlock *l)
+{
+	__atomic_fetch_add(&l->rd_seq, 1, __ATOMIC_SEQ_CST);
+	futex_wake((volatile int *)&l->rd_seq, INT_MAX, rw_priv(l));
+}
+
+static void wake_writer(struct weft_rwlock *l)
+{
+	__atomic_fetch_add(&l->wr_seq, 1, __ATOMIC_SEQ_CST);
+	futex_wake((volatile int *)&l->wr_seq, 1, rw_priv(l));
+}
+
+/* Must a reader stay out, given `state` s? */
+static inline int rd_blocked(struct weft_rwlock *l, uint32_t s)
+{
+	return (s & RW_WRLOCKED) || (prefer_writer(l) && LD(&l->wr_waiters));
+}
+
+/* One attempt to enter as a reader: 0, EBUSY or EAGAIN (count full). */
+static int rd_try(struct weft_rwlock *l)
+{
+	uint32_t s = LD(&l->state);
+
+	for (;;) {
+		if (rd_blocked(l, s))
+			return EBUSY;
+		if (s / RW_READER == RW_MAX_READERS)
+			return EAGAIN;
+		if (CAS(&l->state, &s, s + RW_READER))
+			return 0;
+	}
+}
+
+static int wr_try(struct weft_rwlock *l)
+{
+	uint32_t s = 0;
+
+	if (!CAS(&l->state, &s, RW_WRLOCKED))
+		return EBUSY;
+	l->owner_tid = self_tid();
+	return 0;
+}
+
+static int rd_slow(struct weft_rwlock *l, clockid_t clock,
+		   const struct timespec *abstime)
+{
+	int r;
+
+	for (int i = 0; i < RW_SPIN; i++) {
+		arch_spin_pause();
+		if (!rd_blocked(l, LD(&l->state)) && (r = rd_try(l)) != EBUSY)
+			return r;
+	}
+	__atomic_fetch_add(&l->rd_waiters, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		uint32_t seq = LD(&l->rd_seq);
+
+		r = rd_try(l);
+		if (r != EBUSY)
+			break;
+		if (futex_wait_until((volatile int *)&l->rd_seq, (int)seq,
+				     clock, abstime, rw_priv(l)) == -ETIMEDOUT) {
+			r = ETIMEDOUT;
+			break;
+		}
+	}
+	/* Reader wakes go to all readers: a reader giving up eats none. */
+	__atomic_fetch_sub(&l->rd_waiters, 1, __ATOMIC_SEQ_CST);
+	return r;
+}
+
+static int wr_slow(struct weft_rwlock *l, clockid_t clock,
+		   const struct timespec *abstime)
+{
+	uint32_t left;
+	int r;
+
+	for (int i = 0; i < RW_SPIN; i++) {
+		arch_spin_pause();
+		if (LD(&l->state) == 0 && wr_try(l) == 0)
+			return 0;
+	}
+	__atomic_fetch_add(&l->wr_waiters, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		uint32_t seq = LD(&l->wr_seq);
+
+		r = wr_try(l);
+		if (r == 0)
+			break;
+		if (futex_wait_until((volatile int *)&l->wr_seq, (int)seq,
+				     clock, abstime, rw_priv(l)) == -ETIMEDOUT) {
+			r = ETIMEDOUT;
+			break;
+		}
+	}
+	left = __atomic_sub_fetch(&l->wr_waiters, 1, __ATOMIC_SEQ_CST);
+	if (r == ETIMEDOUT) {
+		/* Defensive: a wake we swallowed, with nobody left to
+		   unlock, must not strand the other writers. */
+		if (left && LD(&l->state) == 0)
+			wake_writer(l);
+		/* Readers held back for our sake may enter now. */
+		if (!left && prefer_writer(l) && LD(&l->rd_waiters) &&
+		    !(LD(&l->state) & RW_WRLOCKED))
+			wake_readers(l);
+	}
+	return r;
+}
+
+/* Does the calling thread hold the write lock?  Asked only after a try
+   failed: a thread that holds it always fails the try, so the answer
+   (EDEADLK, glibc's) is the same as asking first, minus a load on the
+   fast path.  The tid is written by the owner itself, so a stale value
+   is never our own. */
+static int held_by_self(struct weft_rwlock *l)
+{
+	int owner = __atomic_load_n(&l->owner_tid, __ATOMIC_RELAXED);
+
+	return owner && owner == self_tid();
+}
+
+int rwlock_rdlock(pthread_rwlock_t *rw, clockid_t clock,
+		  const struct timespec *abstime)
+{
+	struct weft_rwlock *l = rwl(rw);
+	int r;
+
+	if (abstime && (r = futex_abstime_check(clock, abstime)))
+		return r;
+	r = rd_try(l);
+	if (r != EBUSY)
+		return r;
+	if (held_by_self(l))
+		return EDEADLK;
+	return rd_slow(l, clock, abstime);
+}
+
+int rwlock_tryrdlock(pthread_rwlock_t *rw)
+{
+	return rd_try(rwl(rw));
+}
+
+int rwlock_wrlock(pthread_rwlock_t *rw, clockid_t clock,
+		  const struct timespec *abstime)
+{
+	struct weft_rwlock *l = rwl(rw);
+	int r;
+
+	if (abstime && (r = futex_abstime_check(clock, abstime)))
+		return r;
+	if (wr_try(l) == 0)
+		return 0;
+	if (held_by_self(l))
+		return EDEADLK;
+	return wr_slow(l, clock, abstime);
+}
+
+int rwlock_trywrlock(pthread_rwlock_t *rw)
+{
+	return wr_try(rwl(rw));
+}
+
+static int wr_unlock(struct weft_rwlock *l)
+{
+	uint32_t writers, readers;
+
+	if (l->owner_tid != self_tid())
+		return EPERM;
+	l->owner_tid = 0;
+	__atomic_fetch_and(&l->state, ~RW_WRLOCKED, __ATOMIC_SEQ_CST);
+	writers = LD(&l->wr_waiters);
+	readers = LD(&l->rd_waiters);
+	if (writers)
+		wake_writer(l);
+	if (readers && !(writers && prefer_writer(l)))
+		wake_readers(l);
+	return 0;
+}
+
+/* EPERM when the lock is not held at all, or write-held by another
+   thread (a reader cannot be told apart from a non-holder). */
+int rwlock_unlock(pthread_rwlock_t *rw)
+{
+	struct weft_rwlock *l = rwl(rw);
+	uint32_t s = LD(&l->state);
+
+	if (s & RW_WRLOCKED)
+		return wr_unlock(l);
+	if (s < RW_READER)
+		return EPERM;
+	/* A reader leaving: one atomic subtract (readers only come and go
+	   while no writer holds the lock, so the count cannot be stale in a
+	   way that matters for a correct caller). */
+	s = __atomic_sub_fetch(&l->state, RW_READER, __ATOMIC_SEQ_CST);
+	if (s == 0 && LD(&l->wr_waiters))
+		wake_writer(l);
+	return 0;
+}

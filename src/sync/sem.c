@@ -1,0 +1,137 @@
+/* Unnamed semaphores, bit-compatible with glibc 2.36 so that a weft
+   process and a glibc process can share one in memory.
+
+     data (64 bits):  | waiters (32) | value (32) |
+                                      ^ the futex word (low half)
+
+   post:  CAS value+1 (EOVERFLOW at SEM_VALUE_MAX); if the waiter count
+          was nonzero, FUTEX_WAKE one sleeper on the value word.
+   wait:  CAS value-1 while value > 0.  Otherwise add 1 to the waiter
+          count and loop: while the value is 0, FUTEX_WAIT on the value
+          word expecting 0; when it is positive, one CAS takes a unit and
+          leaves the waiter count in the same step.  A timed-out or
+          interrupted waiter removes itself from the count.
+
+   Because the sleeper registers before it sleeps and the poster reads
+   the count in the same atomic word it incremented, a post can never
+   miss a registered sleeper; FUTEX_WAIT refuses to sleep when the value
+   is no longer 0, so a post between the check and the sleep is not
+   lost either.  Waking one per post is enough: each post makes one unit.
+
+   The `private` field holds glibc's own encoding (0 means private, 128
+   shared), again so that both libraries read it the same way. */
+#include <errno.h>
+#include <semaphore.h>
+
+#include "../kernel/futex.h"
+#include "sem.h"
+
+#define SEM_ONE_WAITER ((uint64_t)1 << 32)
+
+_Static_assert(sizeof(struct weft_sem) <= sizeof(sem_t), "sem_t layout");
+
+static inline struct weft_sem *wsem(sem_t *sem)
+{
+	return (struct weft_sem *)sem;
+}
+
+static inline int sem_priv(const struct weft_sem *s)
+{
+	return s->private == SEM_GLIBC_PRIVATE ? WEFT_FUTEX_PRIVATE
+					       : WEFT_FUTEX_SHARED;
+}
+
+static inline volatile int *value_word(struct weft_sem *s)
+{
+	return (volatile int *)&s->data; /* little-endian: the low half */
+}
+
+void sem_setup(struct weft_sem *s, unsigned value, int shared)
+{
+	s->data = value;
+	s->private = shared ? SEM_GLIBC_SHARED : SEM_GLIBC_PRIVATE;
+	s->pad = 0;
+}
+
+int sem_do_init(sem_t *sem, int pshared, unsigned value)
+{
+	if (value > SEM_VALUE_MAX)
+		return EINVAL;
+	sem_setup(wsem(sem), value, pshared != 0);
+	return 0;
+}
+
+/* glibc destroys silently; a semaphore somebody sleeps on is reported. */
+int sem_do_destroy(sem_t *sem)
+{
+	if (__atomic_load_n(&wsem(sem)->data, __ATOMIC_ACQUIRE) >>
+	    32)
+		return EBUSY;
+	return 0;
+}
+
+int sem_do_post(sem_t *sem)
+{
+	struct weft_sem *s = wsem(sem);
+	uint64_t d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
+
+	do {
+		if ((uint32_t)d >= SEM_VALUE_MAX)
+			return EOVERFLOW;
+	} while (!__atomic_compare_exchange_n(&s->data, &d, d + 1, 0,
+					      __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+	if (d >> 32)
+		futex_wake(value_word(s), 1, sem_priv(s));
+	return 0;
+}
+
+/* Takes a unit if there is one; `leave` is what to subtract besides (the
+   caller's waiter registration, or nothing). */
+static int take(struct weft_sem *s, uint64_t *d, uint64_t leave)
+{
+	while ((uint32_t)*d > 0)
+		if (__atomic_compare_exchange_n(&s->data, d, *d - 1 - leave, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+int sem_do_trywait(sem_t *sem)
+{
+	struct weft_sem *s = wsem(sem);
+	uint64_t d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
+
+	return take(s, &d, 0) ? 0 : EAGAIN;
+}
+
+int sem_do_wait(sem_t *sem, clockid_t clock, const struct timespec *abstime)
+{
+	struct weft_sem *s = wsem(sem);
+	uint64_t d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
+	long r;
+
+	if (take(s, &d, 0))
+		return 0;
+	d = __atomic_add_fetch(&s->data, SEM_ONE_WAITER, __ATOMIC_RELAXED);
+	for (;;) {
+		if (take(s, &d, SEM_ONE_WAITER))
+			return 0;
+		r = futex_wait_until(value_word(s), 0, clock, abstime,
+				     sem_priv(s));
+		if (r == -ETIMEDOUT || r == -EINTR || r == -EINVAL) {
+			__atomic_fetch_sub(&s->data, SEM_ONE_WAITER,
+					   __ATOMIC_RELAXED);
+			return (int)-r;
+		}
+		d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
+	}
+}
+
+int sem_do_getvalue(sem_t *sem, int *out)
+{
+	*out = (int)(uint32_t)__atomic_load_n(&wsem(sem)->data,
+					      __ATOMIC_RELAXED);
+	return 0;
+}
