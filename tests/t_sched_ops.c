@@ -195,14 +195,18 @@ static void inherited(void)
 }
 
 /* glibc's PTHREAD_PRIO_PROTECT mutex code restores, at unlock, the
-   priority cached in the thread's descriptor. */
+   priority cached in the thread's descriptor; glibc's other internal
+   readers of that cache (its own pthread_create for helper threads)
+   cannot be driven directly.  weft refuses PP mutexes for now, so the
+   test calls glibc's own mutex functions, found in libc by version. */
 static pthread_mutex_t pp;
+static int (*g_lock)(pthread_mutex_t *), (*g_unlock)(pthread_mutex_t *);
 
 static void lock_pp(struct worker *w)
 {
 	(void)w;
-	CHECK_ERR(pthread_mutex_lock(&pp), 0);
-	CHECK_ERR(pthread_mutex_unlock(&pp), 0);
+	CHECK_ERR(g_lock(&pp), 0);
+	CHECK_ERR(g_unlock(&pp), 0);
 }
 
 static void prio_protect(void)
@@ -213,10 +217,23 @@ static void prio_protect(void)
 	struct worker w;
 	int pol, pr;
 
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	int (*g_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+	int (*g_destroy)(pthread_mutex_t *);
+
+	REQUIRE(libc, "libc.so.6 not loaded");
+	g_init = dlvsym(libc, "pthread_mutex_init", "GLIBC_2.2.5");
+	g_destroy = dlvsym(libc, "pthread_mutex_destroy", "GLIBC_2.2.5");
+	g_lock = dlvsym(libc, "pthread_mutex_lock", "GLIBC_2.2.5");
+	g_unlock = dlvsym(libc, "pthread_mutex_unlock", "GLIBC_2.2.5");
+	REQUIRE(g_init && g_destroy && g_lock && g_unlock,
+		"glibc's mutex functions not found by version");
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_PROTECT);
 	pthread_mutexattr_setprioceiling(&ma, 30);
-	CHECK_ERR(pthread_mutex_init(&pp, &ma), 0);
+	/* weft refuses what it cannot honour yet. */
+	CHECK_ERR(pthread_mutex_init(&pp, &ma), ENOTSUP);
+	CHECK_ERR(g_init(&pp, &ma), 0);
 	pthread_attr_init(&a);
 	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&a, SCHED_FIFO);
@@ -240,7 +257,7 @@ static void prio_protect(void)
 	worker_do(&w, W_QUIT);
 	pthread_join(w.th, NULL);
 	worker_close(&w);
-	pthread_mutex_destroy(&pp);
+	g_destroy(&pp);
 }
 
 static void finished(void)
