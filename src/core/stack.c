@@ -259,6 +259,30 @@ static struct weft_thread *cache_take(size_t map_size, size_t guard)
    never trimmed, and cost what they are. */
 #define TRIM_MIN (64UL << 10)
 
+/* Pages probed just below the part that stays resident. */
+#define PROBE_PAGES 16
+
+/* Whether the thread used its stack below `end`.  A stack grows down a
+   page at a time, so a thread that went deeper touched the pages right
+   below `end`; if none of them is resident, there is nothing to give
+   back and the madvise (a page-table walk and a TLB shoot-down on every
+   CPU running the process) is skipped; mincore costs neither.  A frame
+   that jumped over these pages without touching them (a huge alloca)
+   leaves its pages to the cache's bound, which unmaps the block in
+   time.  On error it answers "touched", which makes the caller trim. */
+static int touched_below(uintptr_t end)
+{
+	unsigned char vec[PROBE_PAGES];
+	uintptr_t from = end - PROBE_PAGES * PAGE;
+
+	if (sys_mincore((void *)from, PROBE_PAGES * PAGE, vec) != 0)
+		return 1;
+	for (int i = 0; i < PROBE_PAGES; i++)
+		if (vec[i] & 1)
+			return 1;
+	return 0;
+}
+
 /* Returning the unused part of a dead thread's stack (docs/lifecycle.md,
    "Returning stack memory").  The thread does it itself, just before it
    exits, so the pages it gives back are exactly those below its stack
@@ -275,9 +299,12 @@ __attribute__((noinline)) void stack_trim_unused(struct weft_thread *t)
 	if (!t->map_base || trim == WEFT_TRIM_NONE || end < lo + TRIM_MIN ||
 	    sp > (uintptr_t)t)
 		return;
+	if (!touched_below(end))
+		goto trimmed; /* nothing down there to give back */
 	if (sys_madvise((void *)lo, end - lo,
 			trim == WEFT_TRIM_FREE ? MADV_FREE : MADV_DONTNEED) != 0)
 		return;
+trimmed:
 	t->resident = (size_t)((uintptr_t)t->map_base + t->map_size - end) + PAGE;
 }
 

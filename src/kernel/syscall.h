@@ -74,6 +74,11 @@ static inline long sys_madvise(void *addr, size_t len, int advice)
 	return sys_call3(SYS_madvise, addr, len, advice);
 }
 
+static inline long sys_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	return sys_call3(SYS_mincore, addr, len, vec);
+}
+
 static inline long sys_set_robust_list(void *head, size_t len)
 {
 	return sys_call2(SYS_set_robust_list, head, len);
