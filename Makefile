@@ -33,7 +33,7 @@ $(B)/obj/%.o: %.c $(LIB_HDRS) Makefile
 
 # Waits that are cancellation points unwind through a cleanup handler
 # (src/sync/cancel_point.h), which needs exception tables.
-$(B)/obj/src/sync/cond.o: LIB_CFLAGS += -fexceptions
+$(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o: LIB_CFLAGS += -fexceptions
 
 $(B)/obj/%.o: %.S Makefile
 	@mkdir -p $(dir $@)

@@ -127,6 +127,18 @@ static void errors_and_timeouts(void)
 		  EINVAL);
 	CHECK_ERR(pthread_rwlock_clockwrlock(&l, 12345, &past), EINVAL);
 	CHECK_ERR(pthread_rwlock_unlock(&l), EPERM); /* not held */
+	{
+		/* A zero-filled static lock is an unlocked one, not an
+		   uninitialised one: EPERM too, and it stays usable (Open
+		   POSIX pthread_rwlock_unlock/4-1 expects 0 or EINVAL; see
+		   docs/sync-other.md). */
+		static pthread_rwlock_t zero;
+
+		CHECK_ERR(pthread_rwlock_unlock(&zero), EPERM);
+		CHECK_ERR(pthread_rwlock_wrlock(&zero), 0);
+		CHECK_ERR(pthread_rwlock_unlock(&zero), 0);
+		CHECK_ERR(pthread_rwlock_destroy(&zero), 0);
+	}
 
 	/* Write-held: relocking in any way is a deadlock; others wait. */
 	CHECK_ERR(pthread_rwlock_wrlock(&l), 0);

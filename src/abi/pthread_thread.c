@@ -51,7 +51,8 @@ static int join(pthread_t th, void **res, int clock,
 							      clock, abstime);
 		return host_real.pthread_join(x.glibc, res);
 	}
-	return thread_join(x.t, res, clock, abstime, try_only);
+	return thread_join(x.t, res, clock, abstime,
+			   try_only ? WEFT_JOIN_TRY : WEFT_JOIN_WAIT);
 }
 
 WEFT_EXPORT int pthread_join(pthread_t th, void **res)

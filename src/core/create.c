@@ -214,7 +214,7 @@ static int finish_setup(struct weft_thread *t, int tid,
 	t->join_state = WEFT_JOINABLE;
 	__atomic_store_n(&t->start_gate, GATE_ABORT, __ATOMIC_RELEASE);
 	futex_wake(&t->start_gate, 1, WEFT_FUTEX_PRIVATE);
-	thread_join(t, NULL, CLOCK_REALTIME, NULL, 0);
+	thread_join(t, NULL, CLOCK_REALTIME, NULL, WEFT_JOIN_REAP);
 	return err;
 }
 

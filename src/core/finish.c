@@ -2,12 +2,14 @@
 
    The thread itself runs the exit duties (thread_local destructors,
    thread-specific data destructors, libc's per-thread state) and hands its malloc state to the
-   descriptor, then decides with one compare-and-swap on
-   join_state who reclaims the descriptor and mapping:
+   descriptor, then decides with a compare-and-swap on join_state who
+   reclaims the descriptor and mapping:
 
-     JOINABLE -> EXITING   a later join or detach reclaims it
-     DETACHED              it reclaims itself now, before exit
-     JOINING               a joiner is already waiting and reclaims it
+     JOINABLE -> EXITING          a later join or detach reclaims it
+     DETACHED                     it reclaims itself now, before exit
+     JOINING -> JOINING_EXITED    a joiner is already waiting and
+                                  reclaims it (or, cancelled, gives the
+                                  claim back as EXITING)
 
    "Reclaim" never waits for the kernel: the mapping goes to the stack
    cache, which hands it out only after the kernel cleared the tid word. */
@@ -32,10 +34,32 @@ void thread_reclaim(struct weft_thread *t)
 	}
 }
 
+/* Records that `t` has finished running; returns the state it found.
+   A claim stays a claim (the joiner reclaims), but one given back later
+   by a cancelled joiner must become EXITING, not JOINABLE (join.c). */
+static int mark_finished(struct weft_thread *t)
+{
+	int s = __atomic_load_n(&t->join_state, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		int next;
+
+		if (s == WEFT_JOINABLE)
+			next = WEFT_EXITING;
+		else if (s == WEFT_JOINING)
+			next = WEFT_JOINING_EXITED;
+		else
+			return s; /* DETACHED */
+		if (__atomic_compare_exchange_n(&t->join_state, &s, next, 0,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return s;
+	}
+}
+
 __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 {
 	ksigset_t all = ~(ksigset_t)0;
-	int s = WEFT_JOINABLE;
 
 	host_call_tls_dtors();
 	tsd_run_destructors(t);
@@ -65,9 +89,7 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	   final when it enters the cache. */
 	if (t->map_base)
 		stack_trim_unused(t);
-	if (!__atomic_compare_exchange_n(&t->join_state, &s, WEFT_EXITING, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-	    s == WEFT_DETACHED)
+	if (mark_finished(t) == WEFT_DETACHED)
 		thread_reclaim(t);
 	/* Last: reclaiming may free memory (the stack cache trims other
 	   blocks), and those frees must land in the cache handed on, not

@@ -32,12 +32,16 @@ enum weft_origin {
 
 /* Who owns the end of a thread's life.  A thread that finds JOINABLE at
    exit leaves its reclamation to the joiner (or to a later detach); a
-   thread that finds DETACHED reclaims itself. */
+   thread that finds DETACHED reclaims itself.  A claim records whether
+   the thread had finished, so that a joiner cancelled while it waits can
+   give the claim back (JOINING -> JOINABLE, JOINING_EXITED -> EXITING)
+   and leave the thread joinable, as POSIX requires. */
 enum weft_join_state {
 	WEFT_JOINABLE = 0,
 	WEFT_DETACHED = 1,
 	WEFT_EXITING = 2, /* finished running, waits for join or detach */
-	WEFT_JOINING = 3, /* a joiner has claimed it */
+	WEFT_JOINING = 3, /* a joiner has claimed it; still running */
+	WEFT_JOINING_EXITED = 4, /* claimed, and it has finished running */
 };
 
 /* Maximum number of libc malloc words handed from a dead thread to a new
@@ -153,8 +157,14 @@ int thread_create(pthread_t *out, const pthread_attr_t *attr,
 		  void *(*start)(void *), void *arg);
 /* C11 thrd_create: `start` is really int (*)(void *). */
 int thread_create_c11(pthread_t *out, int (*start)(void *), void *arg);
+/* How thread_join may wait. */
+enum weft_join_mode {
+	WEFT_JOIN_WAIT = 0, /* wait; a cancellation point (pthread_join) */
+	WEFT_JOIN_TRY = 1,  /* never wait: EBUSY while it runs */
+	WEFT_JOIN_REAP = 2, /* wait, but not a cancellation point */
+};
 int thread_join(struct weft_thread *t, void **result, int clock,
-		const struct timespec *abstime, int try_only);
+		const struct timespec *abstime, enum weft_join_mode mode);
 int thread_detach(struct weft_thread *t);
 void thread_reclaim(struct weft_thread *t);
 int thread_default_attr_get(pthread_attr_t *out);
