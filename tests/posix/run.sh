@@ -128,10 +128,14 @@ export work lib limit
 run_mode() { # mode -> results file
 	local mode=$1
 	echo "running under $mode ..." >&2
+	local before
+	before=$(ls /dev/shm 2>/dev/null | grep '^sem\.' | sort)
 	xargs -a "$work/tests.list" -P "$jobs" -I{} bash -c 'run_one "$0" "$1"' "$mode" {} |
 		sort >"$work/results.$mode"
-	# Named semaphores a failed test left behind would change the next run.
-	rm -f /dev/shm/sem.* 2>/dev/null
+	# Named semaphores the tests left behind would change the next run;
+	# only those that appeared during this run are removed.
+	comm -13 <(echo "$before") <(ls /dev/shm 2>/dev/null | grep '^sem\.' | sort) |
+		while IFS= read -r f; do [ -n "$f" ] && rm -f "/dev/shm/$f"; done
 }
 
 summary() { # file
@@ -147,7 +151,6 @@ src=$(fetch) || exit 2
 rm -f "$work/build-failures"
 build "$src"
 [ -s "$work/tests.list" ] || die "no tests matched '$pattern'"
-rm -f /dev/shm/sem.* 2>/dev/null
 run_mode glibc
 rm -f "$work/served.weft"
 run_mode weft
