@@ -115,6 +115,8 @@ run_one() { # mode test
 		fi
 	)
 	rc=$?
+	# A child the test forked may outlive it (the test crashed first).
+	pkill -KILL -xf "$bin" 2>/dev/null
 	echo "$t $(verdict $rc)"
 	# Proof that weft served the process: its exit report says active=1
 	# (a process ended by _exit or a signal writes none).
