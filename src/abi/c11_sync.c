@@ -6,28 +6,13 @@
 #include <errno.h>
 #include <threads.h>
 
+#include "c11_result.h"
 #include "export.h"
 
 _Static_assert(sizeof(mtx_t) == sizeof(pthread_mutex_t), "mtx_t");
 _Static_assert(sizeof(cnd_t) == sizeof(pthread_cond_t), "cnd_t");
 _Static_assert(sizeof(once_flag) == sizeof(pthread_once_t), "once_flag");
 
-/* glibc's mapping of error numbers to C11 results. */
-static int c11_result(int err)
-{
-	switch (err) {
-	case 0:
-		return thrd_success;
-	case ENOMEM:
-		return thrd_nomem;
-	case ETIMEDOUT:
-		return thrd_timedout;
-	case EBUSY:
-		return thrd_busy;
-	default:
-		return thrd_error;
-	}
-}
 
 /* Recursive if asked; any other type is a normal mutex (glibc accepts
    unknown types the same way). */

@@ -6,24 +6,9 @@
 #include <time.h>
 
 #include "../kernel/sched.h"
+#include "c11_result.h"
 #include "export.h"
 
-/* glibc's mapping of error numbers to C11 results. */
-static int thrd_result(int err)
-{
-	switch (err) {
-	case 0:
-		return thrd_success;
-	case ENOMEM:
-		return thrd_nomem;
-	case ETIMEDOUT:
-		return thrd_timedout;
-	case EBUSY:
-		return thrd_busy;
-	default:
-		return thrd_error;
-	}
-}
 
 WEFT_EXPORT int thrd_create(thrd_t *thr, thrd_start_t func, void *arg)
 {
@@ -37,7 +22,7 @@ WEFT_EXPORT int thrd_create(thrd_t *thr, thrd_start_t func, void *arg)
 	if (err == 0)
 		*thr = t;
 	/* C11 has no "try again": running out of threads is out of memory. */
-	return thrd_result(err == EAGAIN ? ENOMEM : err);
+	return c11_result(err == EAGAIN ? ENOMEM : err);
 }
 
 WEFT_EXPORT int thrd_join(thrd_t thr, int *res)
@@ -47,12 +32,12 @@ WEFT_EXPORT int thrd_join(thrd_t thr, int *res)
 
 	if (err == 0 && res)
 		*res = (int)(intptr_t)r;
-	return thrd_result(err);
+	return c11_result(err);
 }
 
 WEFT_EXPORT int thrd_detach(thrd_t thr)
 {
-	return thrd_result(pthread_detach(thr));
+	return c11_result(pthread_detach(thr));
 }
 
 WEFT_EXPORT thrd_t thrd_current(void)
