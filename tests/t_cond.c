@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <semaphore.h>
@@ -817,6 +818,76 @@ static void test_foreign_process(void)
 	munmap(x, sizeof *x);
 }
 
+/* ------------- process-shared: destroy after broadcast, memory reused */
+
+/* PTS pthread_cond_destroy/2-1: broadcast, destroy, memset the condvar to
+   0 and init it again while woken waiters may not have gone to sleep
+   yet.  A waiter that read the sequence word before the broadcast must
+   not find that value back in it afterwards, or it sleeps forever. */
+struct reuse {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int count, pred;
+};
+
+static void *reuse_waiter(void *p)
+{
+	struct reuse *r = p;
+
+	pthread_mutex_lock(&r->m);
+	r->count++;
+	while (!r->pred)
+		if (pthread_cond_wait(&r->c, &r->m))
+			break;
+	pthread_mutex_unlock(&r->m);
+	return NULL;
+}
+
+static void test_pshared_reuse(void)
+{
+	static struct reuse r = {.m = PTHREAD_MUTEX_INITIALIZER};
+	pthread_condattr_t ca;
+	long end = mono_ns() + 2000000000L;
+	int rounds = 0;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	if (!glibc_mode) {
+		/* The sequence word (offset 24, cond.h) never starts at the
+		   0 a reused, zeroed condvar would hold, nor at the value a
+		   previous init left. */
+		unsigned first, *seq = (unsigned *)((char *)&r.c + 24);
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		first = *seq;
+		CHECK(first != 0, "seq starts at 0");
+		memset(&r.c, 0, sizeof r.c);
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		CHECK(*seq != 0 && *seq != first, "seq %u after %u", *seq, first);
+	}
+	for (; rounds < 300 && mono_ns() < end; rounds++) {
+		pthread_t t[4];
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		r.count = r.pred = 0;
+		for (int i = 0; i < 4; i++)
+			CHECK_ERR(pthread_create(&t[i], NULL, reuse_waiter, &r), 0);
+		pthread_mutex_lock(&r.m);
+		while (r.count < 4) {
+			pthread_mutex_unlock(&r.m);
+			sched_yield();
+			pthread_mutex_lock(&r.m);
+		}
+		r.pred = 1;
+		CHECK_ERR(pthread_cond_broadcast(&r.c), 0);
+		pthread_mutex_unlock(&r.m);
+		CHECK_ERR(pthread_cond_destroy(&r.c), 0);
+		memset(&r.c, 0, sizeof r.c); /* reuse the memory */
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL); /* a stranded waiter hangs here */
+	}
+	printf("pshared destroy-and-reuse: %d rounds\n", rounds);
+}
+
 int main(void)
 {
 	glibc_mode = getenv("WEFT_TEST_GLIBC") != NULL;
@@ -847,5 +918,6 @@ int main(void)
 	test_no_herd(1);
 	test_no_herd(0);
 	test_foreign_process();
+	test_pshared_reuse();
 	TEST_DONE();
 }

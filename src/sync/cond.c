@@ -371,10 +371,34 @@ int cond_broadcast(struct wcond *c)
 	return 0;
 }
 
+/* A fresh starting value for a process-shared sequence word.  A waiter
+   that released the mutex but has not yet gone to sleep when a broadcast
+   comes compares the word with the value it read; if the program then
+   destroys the condvar and reuses the memory (memset to 0, or init again,
+   as PTS pthread_cond_destroy/2-1 does), a fixed start value of 0 would
+   be back in the word and that waiter would sleep forever.  Starting each
+   condvar from a value that no other init is likely to produce (time,
+   process and a counter mixed; never 0 or all ones, the usual fill
+   bytes) leaves a 1 in 2^32 chance instead. */
+static unsigned fresh_seq(void)
+{
+	static unsigned counter;
+	struct timespec ts;
+	unsigned v;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v = (unsigned)ts.tv_nsec * 2654435761u ^ (unsigned)ts.tv_sec ^
+	    (unsigned)weft_self_pid() << 16 ^
+	    __atomic_add_fetch(&counter, 0x9e3779b9u, __ATOMIC_RELAXED);
+	return v == 0 || v == ~0u ? 1 : v;
+}
+
 int cond_init(struct wcond *c, unsigned attr)
 {
 	__builtin_memset(c, 0, sizeof *c);
 	c->flags = attr & (CF_PSHARED | CF_MONOTONIC);
+	if (c->flags & CF_PSHARED)
+		c->seq = fresh_seq();
 	return 0;
 }
 
