@@ -9,9 +9,14 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include "harness.h"
 
 /* WEFT_TEST_GLIBC=1: run against glibc (preload build, no LD_PRELOAD),
@@ -709,6 +714,180 @@ static void test_no_herd(int under_lock)
 	       under_lock ? "under the mutex" : "by a non-holder", woke, W);
 }
 
+/* ------------------------- a private condvar used from two processes */
+
+/* PTS pthread_cond_init/1-3: a private condvar in MAP_SHARED memory, a
+   thread of a child process waiting on it, the parent signalling it.
+   Undefined in POSIX, but it must not crash: the parent cannot follow
+   the child's waiter records (they are on the child's stacks), so its
+   signal and broadcast reach nobody (as glibc's private futex wake),
+   destroy says EBUSY and a wait says EINVAL; the child's own signal
+   still wakes its waiter. */
+struct xproc {
+	pthread_mutex_t m; /* process-shared */
+	pthread_cond_t c;  /* process-private */
+	sem_t go;	   /* process-shared */
+	int waiting, done;
+};
+
+static void *xproc_waiter(void *p)
+{
+	struct xproc *x = p;
+
+	pthread_mutex_lock(&x->m);
+	x->waiting = 1;
+	while (!x->done)
+		if (pthread_cond_wait(&x->c, &x->m))
+			break;
+	pthread_mutex_unlock(&x->m);
+	return NULL;
+}
+
+static int xproc_child(struct xproc *x)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, xproc_waiter, x))
+		return 3;
+	while (sem_wait(&x->go))
+		;
+	pthread_mutex_lock(&x->m);
+	pthread_cond_signal(&x->c);
+	pthread_mutex_unlock(&x->m);
+	pthread_join(t, NULL);
+	return x->done == 1 ? 0 : 4;
+}
+
+static void test_foreign_process(void)
+{
+	struct xproc *x = mmap(NULL, sizeof *x, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pthread_mutexattr_t ma;
+	int linked = 0, status = 0;
+	pid_t pid;
+	long end;
+
+	CHECK(x != MAP_FAILED, "mmap");
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	CHECK_ERR(pthread_mutex_init(&x->m, &ma), 0);
+	CHECK_ERR(pthread_cond_init(&x->c, NULL), 0);
+	CHECK(sem_init(&x->go, 1, 0) == 0, "sem_init");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0)
+		_exit(xproc_child(x));
+	/* The waiter sets `waiting` under the mutex and releases it only
+	   inside the wait, after linking itself. */
+	end = mono_ns() + 10000000000L;
+	while (!linked && mono_ns() < end) {
+		pthread_mutex_lock(&x->m);
+		linked = x->waiting;
+		if (!linked)
+			pthread_mutex_unlock(&x->m);
+		else
+			break;
+		sched_yield();
+	}
+	CHECK(linked, "the child's waiter never waited");
+	CHECK_ERR(pthread_cond_signal(&x->c), 0);
+	CHECK_ERR(pthread_cond_broadcast(&x->c), 0);
+	if (!glibc_mode) {
+		/* glibc's destroy would wait for the other process's waiter
+		   and its wait would sleep until the deadline. */
+		struct timespec ts = deadline_in(CLOCK_REALTIME, 1000000000L);
+		CHECK_ERR(pthread_cond_destroy(&x->c), EBUSY);
+		CHECK_ERR(pthread_cond_timedwait(&x->c, &x->m, &ts), EINVAL);
+	}
+	x->done = 1;
+	pthread_mutex_unlock(&x->m);
+	CHECK(sem_post(&x->go) == 0, "sem_post");
+	end = mono_ns() + 10000000000L;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (mono_ns() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		sched_yield();
+	}
+	CHECK(WIFEXITED(status), "child status %#x", status);
+	CHECK_EQ(WEXITSTATUS(status), 0);
+	/* The child's waiter left: the condvar is free again here. */
+	CHECK_ERR(pthread_cond_destroy(&x->c), 0);
+	munmap(x, sizeof *x);
+}
+
+/* ------------- process-shared: destroy after broadcast, memory reused */
+
+/* PTS pthread_cond_destroy/2-1: broadcast, destroy, memset the condvar to
+   0 and init it again while woken waiters may not have gone to sleep
+   yet.  A waiter that read the sequence word before the broadcast must
+   not find that value back in it afterwards, or it sleeps forever. */
+struct reuse {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int count, pred;
+};
+
+static void *reuse_waiter(void *p)
+{
+	struct reuse *r = p;
+
+	pthread_mutex_lock(&r->m);
+	r->count++;
+	while (!r->pred)
+		if (pthread_cond_wait(&r->c, &r->m))
+			break;
+	pthread_mutex_unlock(&r->m);
+	return NULL;
+}
+
+static void test_pshared_reuse(void)
+{
+	static struct reuse r = {.m = PTHREAD_MUTEX_INITIALIZER};
+	pthread_condattr_t ca;
+	long end = mono_ns() + 2000000000L;
+	int rounds = 0;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	if (!glibc_mode) {
+		/* The sequence word (offset 24, cond.h) never starts at the
+		   0 a reused, zeroed condvar would hold, nor at the value a
+		   previous init left. */
+		unsigned first, *seq = (unsigned *)((char *)&r.c + 24);
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		first = *seq;
+		CHECK(first != 0, "seq starts at 0");
+		memset(&r.c, 0, sizeof r.c);
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		CHECK(*seq != 0 && *seq != first, "seq %u after %u", *seq, first);
+	}
+	for (; rounds < 300 && mono_ns() < end; rounds++) {
+		pthread_t t[4];
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		r.count = r.pred = 0;
+		for (int i = 0; i < 4; i++)
+			CHECK_ERR(pthread_create(&t[i], NULL, reuse_waiter, &r), 0);
+		pthread_mutex_lock(&r.m);
+		while (r.count < 4) {
+			pthread_mutex_unlock(&r.m);
+			sched_yield();
+			pthread_mutex_lock(&r.m);
+		}
+		r.pred = 1;
+		CHECK_ERR(pthread_cond_broadcast(&r.c), 0);
+		pthread_mutex_unlock(&r.m);
+		CHECK_ERR(pthread_cond_destroy(&r.c), 0);
+		memset(&r.c, 0, sizeof r.c); /* reuse the memory */
+		CHECK_ERR(pthread_cond_init(&r.c, &ca), 0);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL); /* a stranded waiter hangs here */
+	}
+	printf("pshared destroy-and-reuse: %d rounds\n", rounds);
+}
+
 int main(void)
 {
 	glibc_mode = getenv("WEFT_TEST_GLIBC") != NULL;
@@ -738,5 +917,7 @@ int main(void)
 	test_cancel();
 	test_no_herd(1);
 	test_no_herd(0);
+	test_foreign_process();
+	test_pshared_reuse();
 	TEST_DONE();
 }

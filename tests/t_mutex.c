@@ -268,6 +268,10 @@ static void test_errors(void)
 	int v;
 
 	pthread_mutexattr_init(&a);
+	/* The default ceiling is a SCHED_FIFO priority (PTS
+	   pthread_mutexattr_getprioceiling/1-1), not the stored 0. */
+	CHECK_ERR(pthread_mutexattr_getprioceiling(&a, &v), 0);
+	CHECK_EQ(v, sched_get_priority_min(SCHED_FIFO));
 	CHECK_ERR(pthread_mutexattr_settype(&a, 99), EINVAL);
 	CHECK_ERR(pthread_mutexattr_settype(&a, -1), EINVAL);
 	CHECK_ERR(pthread_mutexattr_setprotocol(&a, 99), EINVAL);

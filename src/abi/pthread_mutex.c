@@ -206,7 +206,7 @@ WEFT_EXPORT int pthread_mutexattr_getprioceiling(const pthread_mutexattr_t *a,
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutexattr_getprioceiling)(a, ceiling);
-	*ceiling = (int)((attr_get(a) & MA_CEIL_MASK) >> MA_CEIL_SHIFT);
+	*ceiling = mutexattr_getprioceiling(attr_get(a));
 	return 0;
 }
 

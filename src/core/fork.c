@@ -9,6 +9,19 @@
 #include "../host/glibc.h"
 #include "thread.h"
 
+static int cached_pid; /* 0: not read yet (or a fork child's stale one) */
+
+int weft_self_pid(void)
+{
+	int pid = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+
+	if (!pid) {
+		pid = sys_getpid();
+		__atomic_store_n(&cached_pid, pid, __ATOMIC_RELAXED);
+	}
+	return pid;
+}
+
 static void fork_prepare(void)
 {
 	thread_default_lock_for_fork();
@@ -56,6 +69,7 @@ static void fork_child(void)
 
 	/* <weft.h> promises counters "since fork" in a child. */
 	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
+	__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
 	thread_default_unlock_after_fork();
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();

@@ -173,6 +173,9 @@ void thread_default_lock_for_fork(void);
 void thread_default_unlock_after_fork(void);
 void thread_finish(struct weft_thread *t) __attribute__((noreturn));
 void fork_init(void);
+/* This process's id, cached (reset in a fork child): lets process-private
+   objects in shared memory notice a use from another process. */
+int weft_self_pid(void);
 
 /* --- init.c ------------------------------------------------------------- */
 extern int weft_is_active;

@@ -17,6 +17,7 @@
 #include <sched.h>
 #include "cond.h"
 #include "cancel_point.h"
+#include "../core/thread.h"
 
 /* A waiter node's state, its futex word. */
 enum {
@@ -57,6 +58,16 @@ static int clock_of(const struct wcond *c)
 }
 
 /* ------------------------------------------------------------ the list */
+
+/* Whether the list holds another process's waiters: a private condvar
+   placed in shared memory and used from two processes (undefined in
+   POSIX; PTS pthread_cond_init/1-3 does it).  Its nodes are on the
+   other process's stacks, so they must not be followed here.  Called
+   under the internal lock. */
+static int list_foreign(const struct wcond *c)
+{
+	return c->head && c->pid != weft_self_pid();
+}
 
 static void list_append(struct wcond *c, struct cnode *n)
 {
@@ -237,6 +248,14 @@ int cond_wait(struct wcond *c, struct wmutex *m, int clock,
 	x.node.tcb = arch_thread_pointer();
 	x.node.state = CN_WAITING;
 	weft_lock(&c->lock);
+	if (list_foreign(c)) {
+		/* Joining would link our stack into a list another process
+		   walks, and theirs into ours. */
+		weft_unlock(&c->lock);
+		x.armed = 0;
+		return EINVAL;
+	}
+	c->pid = weft_self_pid();
 	list_append(c, &x.node);
 	weft_unlock(&c->lock);
 	x.depth = mutex_release_for_wait(m);
@@ -259,7 +278,9 @@ int cond_signal(struct wcond *c)
 	if (!__atomic_load_n(&c->head, __ATOMIC_ACQUIRE))
 		return 0;
 	weft_lock(&c->lock);
-	for (n = c->head; n; ) {
+	/* Another process's waiters: out of reach, as a private futex wake
+	   would be; nothing to do here. */
+	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
 		struct wmutex *m = n->mutex;
 		/* A waiter about to be cancelled would only have to pass
@@ -330,7 +351,7 @@ int cond_broadcast(struct wcond *c)
 	/* Claim every waiting node under the lock; CLAIMED keeps them on
 	   their stacks while we walk the batch outside it. */
 	weft_lock(&c->lock);
-	for (n = c->head; n; ) {
+	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
 		if (cas_state(&n->state, CN_WAITING, CN_CLAIMED)) {
 			list_unlink(c, prev, next);
@@ -350,10 +371,34 @@ int cond_broadcast(struct wcond *c)
 	return 0;
 }
 
+/* A fresh starting value for a process-shared sequence word.  A waiter
+   that released the mutex but has not yet gone to sleep when a broadcast
+   comes compares the word with the value it read; if the program then
+   destroys the condvar and reuses the memory (memset to 0, or init again,
+   as PTS pthread_cond_destroy/2-1 does), a fixed start value of 0 would
+   be back in the word and that waiter would sleep forever.  Starting each
+   condvar from a value that no other init is likely to produce (time,
+   process and a counter mixed; never 0 or all ones, the usual fill
+   bytes) leaves a 1 in 2^32 chance instead. */
+static unsigned fresh_seq(void)
+{
+	static unsigned counter;
+	struct timespec ts;
+	unsigned v;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v = (unsigned)ts.tv_nsec * 2654435761u ^ (unsigned)ts.tv_sec ^
+	    (unsigned)weft_self_pid() << 16 ^
+	    __atomic_add_fetch(&counter, 0x9e3779b9u, __ATOMIC_RELAXED);
+	return v == 0 || v == ~0u ? 1 : v;
+}
+
 int cond_init(struct wcond *c, unsigned attr)
 {
 	__builtin_memset(c, 0, sizeof *c);
 	c->flags = attr & (CF_PSHARED | CF_MONOTONIC);
+	if (c->flags & CF_PSHARED)
+		c->seq = fresh_seq();
 	return 0;
 }
 
@@ -370,6 +415,10 @@ int cond_destroy(struct wcond *c)
 	for (;;) {
 		int busy = 0, leaving = 0;
 		weft_lock(&c->lock);
+		if (list_foreign(c)) {
+			weft_unlock(&c->lock);
+			return EBUSY; /* another process's threads wait */
+		}
 		for (struct cnode *n = c->head; n; n = n->next) {
 			if (__atomic_load_n(&n->state, __ATOMIC_ACQUIRE) ==
 			    CN_LEAVING)

@@ -8,7 +8,8 @@
     16  tail
     24  seq      process-shared condvars: the sequence futex word
     28  shared_waiters  process-shared: "someone may sleep on seq"
-    32  unused */
+    32  pid      private condvars: the process whose threads are listed
+    36  unused */
 #ifndef WEFT_SYNC_COND_H
 #define WEFT_SYNC_COND_H
 
@@ -29,7 +30,8 @@ struct wcond {
 	struct cnode *head, *tail;
 	unsigned seq;
 	int shared_waiters;
-	char unused[16];
+	int pid;
+	char unused[12];
 };
 _Static_assert(sizeof(struct wcond) == sizeof(pthread_cond_t),
 	       "glibc's condvar is 48 bytes");

@@ -346,6 +346,18 @@ int mutexattr_setprioceiling(unsigned *a, int ceil)
 	return 0;
 }
 
+/* A fresh attribute stores 0, which is no SCHED_FIFO priority; POSIX
+   says the ceiling lies in SCHED_FIFO's range, so 0 reads back as the
+   lowest priority of that range (what a PP mutex made from it would
+   use). */
+int mutexattr_getprioceiling(unsigned a)
+{
+	int ceil = (int)((a & MA_CEIL_MASK) >> MA_CEIL_SHIFT);
+	int lowest = sched_get_priority_min(SCHED_FIFO);
+
+	return ceil < lowest ? lowest : ceil;
+}
+
 int mutexattr_setpshared(unsigned *a, int pshared)
 {
 	if (pshared != PTHREAD_PROCESS_PRIVATE &&

@@ -123,6 +123,7 @@ void mutex_mark_contended(struct wmutex *w);
 int mutexattr_settype(unsigned *a, int type);
 int mutexattr_setprotocol(unsigned *a, int proto);
 int mutexattr_setprioceiling(unsigned *a, int ceil);
+int mutexattr_getprioceiling(unsigned a);
 int mutexattr_setpshared(unsigned *a, int pshared);
 int mutexattr_setrobust(unsigned *a, int robust);
 
