@@ -44,6 +44,18 @@ static enum route route(pthread_t h, struct target *x)
 }
 
 /* A kernel result as an error number (0 on success). */
+/* The first step of every call below: a thread glibc made goes to
+   glibc's implementation (`glibc_call`), a stale handle returns its
+   error, and only weft's own threads go on. */
+#define ROUTE_OR_RETURN(th, x, glibc_call)                                     \
+	do {                                                                   \
+		enum route r_ = route(th, &(x));                               \
+		if (r_ == GLIBC)                                               \
+			return glibc_call;                                     \
+		if (r_ == FAILED)                                              \
+			return (x).err;                                        \
+	} while (0)
+
 static int kerr(long r)
 {
 	return r < 0 ? (int)-r : 0;
@@ -61,14 +73,7 @@ WEFT_EXPORT int pthread_kill(pthread_t th, int sig)
 	struct weft_pin pin;
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_kill(x.glibc, sig);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_kill(x.glibc, sig));
 	if (sig < 0 || sig >= 65 || internal_signal(sig))
 		return EINVAL;
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
@@ -87,14 +92,7 @@ WEFT_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval v)
 	siginfo_t info;
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_sigqueue(x.glibc, sig, v);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_sigqueue(x.glibc, sig, v));
 	if (sig < 0 || sig >= 65 || internal_signal(sig))
 		return EINVAL;
 	memset(&info, 0, sizeof info);
@@ -122,14 +120,7 @@ WEFT_EXPORT int pthread_setschedparam(pthread_t th, int policy,
 	struct weft_pin pin;
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_setschedparam(x.glibc, policy, p);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_setschedparam(x.glibc, policy, p));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	/* The kernel checks the policy, the priority's range for it and a
@@ -149,14 +140,7 @@ WEFT_EXPORT int pthread_getschedparam(pthread_t th, int *policy,
 	long pol;
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_getschedparam(x.glibc, policy, p);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_getschedparam(x.glibc, policy, p));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	pol = sys_sched_getscheduler(tid);
@@ -174,14 +158,7 @@ WEFT_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 	struct sched_param p = {.sched_priority = prio};
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_setschedprio(x.glibc, prio);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_setschedprio(x.glibc, prio));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	err = kerr(sys_sched_setparam(tid, &p));
@@ -200,14 +177,7 @@ WEFT_EXPORT int pthread_setaffinity_np(pthread_t th, size_t n,
 	struct weft_pin pin;
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_setaffinity_np(x.glibc, n, set);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_setaffinity_np(x.glibc, n, set));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	/* EINVAL when no allowed CPU is in the set. */
@@ -223,14 +193,7 @@ WEFT_EXPORT int pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
 	long r;
 	int tid;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_getaffinity_np(x.glibc, n, set);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_getaffinity_np(x.glibc, n, set));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	/* EINVAL when `n` is smaller than the kernel's mask. */
@@ -311,14 +274,7 @@ WEFT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 	size_t len;
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_setname_np(x.glibc, name);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_setname_np(x.glibc, name));
 	len = strlen(name);
 	if (len >= COMM_LEN)
 		return ERANGE;
@@ -337,14 +293,7 @@ WEFT_EXPORT int pthread_getname_np(pthread_t th, char *buf, size_t len)
 	struct weft_pin pin;
 	int tid, err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_getname_np(x.glibc, buf, len);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_getname_np(x.glibc, buf, len));
 	if (len < COMM_LEN)
 		return ERANGE;
 	if (x.t == weft_tls_self)
@@ -370,14 +319,7 @@ WEFT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 	struct weft_pin pin;
 	int tid;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_getcpuclockid(x.glibc, clock);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_getcpuclockid(x.glibc, clock));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	thread_unpin(x.t, &pin);
@@ -448,14 +390,7 @@ WEFT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 	struct weft_thread *t;
 	int err;
 
-	switch (route(th, &x)) {
-	case GLIBC:
-		return host_real.pthread_getattr_np(x.glibc, attr);
-	case FAILED:
-		return x.err;
-	case NATIVE:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, host_real.pthread_getattr_np(x.glibc, attr));
 	t = x.t;
 	memset(attr, 0, sizeof *attr);
 	/* The creation flags carry inherit-sched and scope. */
