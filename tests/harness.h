@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <weft.h>
 #include <dlfcn.h>
 
@@ -142,6 +143,32 @@ static inline void weft_require_served(const char *name, const char *file,
 		}                                                              \
 		return 0;                                                      \
 	} while (0)
+
+/* Clocks for timeouts and time bounds in tests. */
+static inline long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static inline double now_s(void)
+{
+	return mono_ns() / 1e9;
+}
+
+/* An absolute deadline `ns` from now on `clock`. */
+static inline struct timespec deadline_in(clockid_t clock, long ns)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	ts.tv_nsec += ns % 1000000000L;
+	ts.tv_sec += ns / 1000000000L + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	return ts;
+}
 
 /* A "Key: N kB" line of /proc/self/status, in KiB (-1 if absent). */
 static inline long proc_status_kib(const char *key)

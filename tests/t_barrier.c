@@ -9,14 +9,6 @@
 #include <unistd.h>
 #include "harness.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 enum { THREADS = 5, MAX_ROUNDS = 20000 };
 
 static pthread_barrier_t b;

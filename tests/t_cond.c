@@ -28,23 +28,6 @@ static int glibc_mode;
 			CHECK_WEFT_THREAD();                                   \
 	} while (0)
 
-static long mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static struct timespec deadline_in(clockid_t clock, long ns)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	ts.tv_nsec += ns % 1000000000L;
-	ts.tv_sec += ns / 1000000000L + ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	return ts;
-}
-
 /* ------------------------------------------- attributes, init, errors */
 
 static pthread_cond_t s_cond = PTHREAD_COND_INITIALIZER;

@@ -19,14 +19,6 @@
 #include <unistd.h>
 #include "harness.h"
 
-static long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 /* Waits (at most 5 s) until the thread is asleep in the kernel. */
 static void wait_asleep(pid_t tid)
 {

@@ -25,23 +25,6 @@ static int gettid_(void)
 	return (int)syscall(SYS_gettid);
 }
 
-static long mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static struct timespec deadline_in(clockid_t clock, long ns)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	ts.tv_nsec += ns % 1000000000L;
-	ts.tv_sec += ns / 1000000000L + ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	return ts;
-}
-
 /* ------------------------------------------------ static initializers */
 
 static pthread_mutex_t s_norm = PTHREAD_MUTEX_INITIALIZER;

@@ -21,14 +21,7 @@ struct shm {
 	int peer_done;
 };
 
-static long mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static struct timespec deadline_in(long ns)
+static struct timespec deadline_mono(long ns)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -77,7 +70,7 @@ static int ping_pong(struct shm *s, int me, int rounds)
 	for (int r = 0; r < rounds && !timeouts; r++) {
 		pthread_mutex_lock(&s->m);
 		while (s->turn != me) {
-			struct timespec ts = deadline_in(2000000000L);
+			struct timespec ts = deadline_mono(2000000000L);
 			if (pthread_cond_timedwait(&s->cv, &s->m, &ts) ==
 			    ETIMEDOUT) {
 				timeouts++;

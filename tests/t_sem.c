@@ -14,14 +14,6 @@
 #include <unistd.h>
 #include "harness.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static struct timespec deadline(clockid_t clock, long ms)
 {
 	struct timespec ts;
