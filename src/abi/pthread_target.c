@@ -331,13 +331,21 @@ WEFT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 WEFT_EXPORT int pthread_cancel(pthread_t th)
 {
 	struct target x;
+	int err;
 
 	if (!weft_serving())
 		return host_real.pthread_cancel(th);
 	x = target_of(th);
 	if (x.err)
 		return x.err;
-	return host_real.pthread_cancel(x.glibc);
+	err = host_real.pthread_cancel(x.glibc);
+	/* glibc signals an asynchronously cancellable target; if the target
+	   has just ended, the signal finds no thread.  glibc itself answers
+	   0 then (its own exit path raises a flag weft's does not), and so
+	   does weft: the handle is valid, the thread's outcome is settled. */
+	if (err == ESRCH && x.t)
+		return 0;
+	return err;
 }
 
 /* --- pthread_getattr_np ------------------------------------------------ */
