@@ -7,16 +7,7 @@
 
 static struct timespec in_ms(long ms)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
+	return deadline_in(CLOCK_REALTIME, ms * 1000000L);
 }
 
 static mtx_t m;

@@ -21,16 +21,6 @@ struct shm {
 	int peer_done;
 };
 
-static struct timespec deadline_mono(long ns)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += ns % 1000000000L;
-	ts.tv_sec += ns / 1000000000L + ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	return ts;
-}
-
 static void count(struct shm *s, long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -70,7 +60,7 @@ static int ping_pong(struct shm *s, int me, int rounds)
 	for (int r = 0; r < rounds && !timeouts; r++) {
 		pthread_mutex_lock(&s->m);
 		while (s->turn != me) {
-			struct timespec ts = deadline_mono(2000000000L);
+			struct timespec ts = deadline_in(CLOCK_REALTIME, 2000000000L);
 			if (pthread_cond_timedwait(&s->cv, &s->m, &ts) ==
 			    ETIMEDOUT) {
 				timeouts++;

@@ -16,16 +16,7 @@
 
 static struct timespec deadline(clockid_t clock, long ms)
 {
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
+	return deadline_in(clock, ms * 1000000L);
 }
 
 /* -1 and errno, or 0: as one number for CHECK_ERR. */

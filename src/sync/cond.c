@@ -236,7 +236,7 @@ int cond_wait(struct wcond *c, struct wmutex *m, int clock,
 		return EINVAL;
 	if (clock < 0)
 		clock = clock_of(c);
-	r = mutex_check_for_wait(m);
+	r = mutex_check_owner(m);
 	if (r)
 		return r;
 	if (c->flags & CF_PSHARED)

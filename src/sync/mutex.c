@@ -228,23 +228,9 @@ static int release(struct wmutex *w)
 	return 0;
 }
 
-int mutex_unlock_slow(struct wmutex *w)
-{
-	int kind = w->kind, type = kind & MK_TYPE_MASK;
-
-	if (kind & MK_UNSUPPORTED)
-		return ENOTSUP;
-	if (type == PTHREAD_MUTEX_RECURSIVE || type == PTHREAD_MUTEX_ERRORCHECK) {
-		if (__atomic_load_n(&w->lock, __ATOMIC_RELAXED) == 0 ||
-		    w->owner != host_self_tid())
-			return EPERM;
-		if (type == PTHREAD_MUTEX_RECURSIVE && --w->count != 0)
-			return 0;
-	}
-	return release(w);
-}
-
-int mutex_check_for_wait(struct wmutex *w)
+/* ENOTSUP for the kinds weft cannot make; EPERM when an owner-checked
+   mutex (recursive, error-checking) is not held by the caller. */
+int mutex_check_owner(struct wmutex *w)
 {
 	int kind = w->kind, type = kind & MK_TYPE_MASK;
 
@@ -256,6 +242,18 @@ int mutex_check_for_wait(struct wmutex *w)
 			return EPERM;
 	}
 	return 0;
+}
+
+int mutex_unlock_slow(struct wmutex *w)
+{
+	int r = mutex_check_owner(w);
+
+	if (r)
+		return r;
+	if ((w->kind & MK_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE &&
+	    --w->count != 0)
+		return 0;
+	return release(w);
 }
 
 unsigned mutex_release_for_wait(struct wmutex *w)

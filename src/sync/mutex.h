@@ -111,7 +111,7 @@ int mutex_destroy(struct wmutex *w);
    depth) and returns the depth; reacquire takes it back, in
    "contended" mode when requeued waiters may sleep on the word, and
    restores the depth. */
-int mutex_check_for_wait(struct wmutex *w);
+int mutex_check_owner(struct wmutex *w);
 unsigned mutex_release_for_wait(struct wmutex *w);
 void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
 				int contended);
