@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/spin_policy.h"
 #include "../host/attr_layout.h"
 #include "../host/sched_cache.h"
 #include "../kernel/sched.h"
@@ -177,6 +178,10 @@ WEFT_EXPORT int pthread_setaffinity_np(pthread_t th, size_t n,
 	struct weft_pin pin;
 	int tid, err;
 
+	/* The caller's spin decision is looked up again (a recheck, even if
+	   the call fails). */
+	if (pthread_equal(th, pthread_self()))
+		spin_policy_forget();
 	ROUTE_OR_RETURN(th, x, host_real.pthread_setaffinity_np(x.glibc, n, set));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;

@@ -7,6 +7,7 @@
 #define WEFT_CORE_LOCK_H
 
 #include "../kernel/futex.h"
+#include "spin_policy.h"
 
 typedef struct {
 	volatile int word;
@@ -21,7 +22,7 @@ static inline void weft_lock(weft_lock_t *l)
 	if (__atomic_compare_exchange_n(&l->word, &c, 1, 0, __ATOMIC_ACQUIRE,
 					__ATOMIC_RELAXED))
 		return;
-	for (int spin = 0; spin < 100 && c == 1; spin++) {
+	for (int spin = spin_worthwhile() ? 0 : 100; spin < 100 && c == 1; spin++) {
 		arch_spin_pause();
 		c = 0;
 		if (__atomic_compare_exchange_n(&l->word, &c, 1, 0,

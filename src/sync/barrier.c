@@ -24,6 +24,7 @@
 
 #include "../arch/x86_64/syscall_arch.h"
 #include "../kernel/futex.h"
+#include "../core/spin_policy.h"
 #include "barrier.h"
 
 #define BAR_DESTROYER 1u
@@ -63,7 +64,7 @@ static void wait_round(struct weft_barrier *w, uint32_t target, int priv)
 {
 	uint32_t r;
 
-	for (int i = 0; i < BAR_SPIN; i++) {
+	for (int i = spin_worthwhile() ? 0 : BAR_SPIN; i < BAR_SPIN; i++) {
 		if ((int32_t)(__atomic_load_n(&w->round, __ATOMIC_ACQUIRE) -
 			      target) >= 0)
 			return;

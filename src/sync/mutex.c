@@ -5,11 +5,13 @@
 #include <sched.h>
 #include <string.h>
 #include "mutex.h"
+#include "../core/spin_policy.h"
 
 /* Attempts to take a held lock by spinning before sleeping (musl's
    figure): a short critical section of a running holder is likely to
    end within the spin, and a sleep plus wake-up costs two system calls
-   and a context switch. */
+   and a context switch.  Only when the holder can be running at the same
+   time (../core/spin_policy.h). */
 #define SPIN_TRIES 100
 
 /* A private-mutex waiter that has waited this long asks for a direct
@@ -97,7 +99,8 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 	if (!contended) {
 		if (cas(&w->lock, 0, 1))
 			return 0;
-		for (int i = 0; i < SPIN_TRIES && !has_sleepers(w); i++) {
+		int tries = spin_worthwhile() ? SPIN_TRIES : 0;
+		for (int i = 0; i < tries && !has_sleepers(w); i++) {
 			int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 			if (v == 0 && cas(&w->lock, 0, 1))
 				return 0;

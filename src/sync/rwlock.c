@@ -39,6 +39,7 @@
 #include "../arch/x86_64/syscall_arch.h"
 #include "../host/glibc.h"
 #include "../kernel/futex.h"
+#include "../core/spin_policy.h"
 #include "rwlock.h"
 
 #define RW_WRLOCKED 1u
@@ -178,7 +179,7 @@ static int rd_slow(struct weft_rwlock *l, clockid_t clock,
 {
 	int r;
 
-	for (int i = 0; i < RW_SPIN; i++) {
+	for (int i = spin_worthwhile() ? 0 : RW_SPIN; i < RW_SPIN; i++) {
 		arch_spin_pause();
 		if (!rd_blocked(l, LD(&l->state)) && (r = rd_try(l)) != EBUSY)
 			return r;
@@ -207,7 +208,7 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 	uint32_t left;
 	int r;
 
-	for (int i = 0; i < RW_SPIN; i++) {
+	for (int i = spin_worthwhile() ? 0 : RW_SPIN; i < RW_SPIN; i++) {
 		arch_spin_pause();
 		if (LD(&l->state) == 0 && wr_try(l) == 0)
 			return 0;
