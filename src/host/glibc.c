@@ -593,6 +593,17 @@ void host_malloc_state_install(char *tcb, const uintptr_t *words)
 		FIELD(tcb, L.malloc_word[i], uintptr_t) = words[i];
 }
 
+/* The kernel walks a thread's registered robust list when it dies, to
+   mark the robust mutexes it held.  No weft mutex is robust yet (the
+   real-time issue; init says ENOTSUP), so weft's threads skip the
+   registration at birth, one system call less per thread; the robust
+   lock path must call this before it first takes a robust mutex.
+   glibc's fork child registers the forking thread's head itself. */
+void host_robust_list_register(char *tcb)
+{
+	sys_set_robust_list(tcb + L.robust_head, 24);
+}
+
 void host_thread_begin(char *tcb)
 {
 	/* P7: sched_getcpu and rseq users read the area at __rseq_offset. */
@@ -604,8 +615,8 @@ void host_thread_begin(char *tcb)
 	}
 	/* P5: per-thread ctype table pointers for isalpha & co. */
 	G.ctype_init();
-	/* P3 */
-	sys_set_robust_list(tcb + L.robust_head, 24);
+	/* P3: the head is ready (host_tcb_prepare) but not registered with
+	   the kernel: see host_robust_list_register. */
 	/* Started: a set*id call may now signal us (it waits for this). */
 	if (G.stack_user &&
 	    __atomic_exchange_n(&FIELD(tcb, L.setxid_futex, int), 0,

@@ -88,6 +88,10 @@ static inline int host_self_tid(void)
 /* Writes the `words` of libc malloc state into the new thread's TLS. */
 void host_malloc_state_install(char *tcb, const uintptr_t *words);
 
+/* Registers the calling thread's robust list head (glibc's field) with
+   the kernel; needed before the thread first locks a robust mutex. */
+void host_robust_list_register(char *tcb);
+
 /* In the new thread, before any user code. */
 void host_thread_begin(char *tcb);
 /* Runs fn(arg) above a bottom unwind buffer, so that glibc's
