@@ -41,6 +41,12 @@ static inline long bench_arg_long(const char *opt, const char *s)
 	return v;
 }
 
+/* Exit status of a program that cannot measure what it is meant to on
+ * this machine (e.g. no permission for SCHED_FIFO): the driver reports
+ * "skipped" and the reason (the program's last stderr line), never a
+ * number.  77 is the usual "skipped" status of test harnesses. */
+#define BENCH_SKIP 77
+
 static inline void bench_die(const char *what, int err)
 {
 	fprintf(stderr, "FATAL %s: %s\n", what, strerror(err));
