@@ -1,7 +1,7 @@
 /* bench/common.h - small helpers shared by the weft benchmark programs.
  *
  * Every program prints exactly one line starting with "RESULT " made of
- * space-separated key=value pairs, so bench/run.py can parse it without
+ * space-separated key=value pairs, so bench/weft_bench.py can parse it without
  * knowing anything else about the program.  Everything else (usage,
  * errors) goes to stderr.
  */

@@ -610,7 +610,7 @@ def estimate_full(plan, runs, opt):
     sec= key) and the fixed cost of a run (start, set-up, exit: wall time
     minus sec).  Small runs are dominated by the fixed cost, so scaling
     their wall time alone would overstate a full run many times.
-    Returns (seconds, experiments without data) or None."""
+    Returns ({experiment: seconds}, [experiments without data]) or None."""
     per_unit, fixed = {}, []
     for r in runs:
         c = r["config"]
@@ -628,7 +628,7 @@ def estimate_full(plan, runs, opt):
     full = argparse.Namespace(**vars(opt))
     full.quick, full.full_grid, full.set, full.pin = False, False, [], "both"
     full.only_set = set(EXP_NAMES)
-    total, missing = 0.0, set()
+    per_exp, missing = {}, set()
     for c in build_plan(full, sizes(full)):
         for col in columns_for(c, opt):
             # throughput is the creation program with other sizes
@@ -638,8 +638,9 @@ def estimate_full(plan, runs, opt):
                 missing.add(c.exp)
                 continue
             per = sorted(per)[len(per) // 2]
-            total += (per * c.work_of(col) + fixed_cost) * (5 + 1)  # 5 repetitions + a warm-up
-    return total, sorted(missing)
+            # 5 repetitions + a warm-up
+            per_exp[c.exp] = per_exp.get(c.exp, 0.0) + (per * c.work_of(col) + fixed_cost) * 6
+    return per_exp, sorted(missing)
 
 
 def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrupted, lib_info):
@@ -770,9 +771,10 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
     w(f"| pinning | {opt.pin}: `cpu0` = `taskset -c {PIN_ONE}`, `cpu0+1` = `taskset -c {PIN_TWO}` |")
     est = estimate_full(plan, runs, opt)
     if est and not opt.fake_weft:
-        secs, missing = est
-        w(f"| full run (estimate) | about {B.fmt_secs(secs)} for `weft bench` with default sizes, "
-          f"from this run's time per unit of work"
+        per_exp, missing = est
+        w(f"| full run (estimate) | about {B.fmt_secs(sum(per_exp.values()))} for `weft bench` "
+          f"with default sizes ({', '.join(f'{k} {B.fmt_secs(v)}' for k, v in per_exp.items())}),"
+          f" from this run's timings"
           f"{' (not counting ' + ', '.join(missing) + ', not run here)' if missing else ''} |")
     w("")
     w("* Same binary for glibc and weft: weft comes in by `LD_PRELOAD`; the musl column is "
