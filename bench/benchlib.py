@@ -73,6 +73,14 @@ def signal_text(num):
         return f"signal {num}"
 
 
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    p.communicate()
+
+
 def run_program(argv, timeout, metric, env_extra=None):
     """Run argv (LD_PRELOAD cleared, env_extra added) and classify it.
 
@@ -93,13 +101,14 @@ def run_program(argv, timeout, metric, env_extra=None):
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        p.communicate()
+        kill_group(p)
         return {"status": "timeout", "wall": time.monotonic() - t0,
                 "why": f"killed after {timeout:g} s"}
+    except KeyboardInterrupt:
+        # the program is in a session of its own, so Ctrl-C did not reach
+        # it: end it before the driver writes its report
+        kill_group(p)
+        raise
     wall = time.monotonic() - t0
     lines = [ln for ln in (err or "").strip().splitlines() if ln.strip()]
     last = lines[-1][:160] if lines else ""

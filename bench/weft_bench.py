@@ -499,6 +499,38 @@ set datafile missing 'NaN'
 plot {", ".join(parts)}
 """):
             drawn.append((f"Creation matrix ({pin})", name + ".svg"))
+        # the whole matrix at a glance: weft/glibc ratio per cell as a map
+        if "weft" in cols and len(Ts) > 1 and len(Cs) > 1:
+            nm = f"creation_ratio_{pin}"
+            with open(os.path.join(out, nm + ".dat"), "w") as f:
+                # by index: image plots need an evenly spaced grid, and
+                # the T and C values need not be (1, 2, 5, 10, 20)
+                f.write("# T_index C_index weft_vs_glibc T C\n")
+                for i, t in enumerate(Ts):
+                    for j, C in enumerate(Cs):
+                        c = grid.get((t, C))
+                        s = summ.speedup(c, "weft") if c else None
+                        f.write(f"{i} {j} {'NaN' if s is None else f'{s:.4g}'} {t} {C}\n")
+                    f.write("\n")
+            if B.draw(out, nm, f"""{T}
+set output '{nm}.svg'
+set title 'Creation matrix, {pin}: weft vs glibc per cell (ratio of medians, > 1: weft faster)' noenhanced
+set xlabel 'creators T'
+set ylabel 'children per creator C'
+set view map
+set pm3d map corners2color c1
+set palette defined (-1 '#e07070', 0 'white', 1 '#7090e0')
+set cbrange [0.5:2]
+set logscale cb 2
+set xrange [-0.5:{len(Ts) - 0.5}]
+set yrange [-0.5:{len(Cs) - 0.5}]
+set xtics ({", ".join(f'"{t}" {i}' for i, t in enumerate(Ts))})
+set ytics ({", ".join(f'"{C}" {j}' for j, C in enumerate(Cs))})
+set datafile missing 'NaN'
+splot '{nm}.dat' using 1:2:3 with image notitle, \\
+      '{nm}.dat' using 1:2:3:(sprintf('%.2f', $3)) with labels notitle
+"""):
+                drawn.append((f"Creation matrix, weft vs glibc per cell ({pin})", nm + ".svg"))
         # Figures 1 and 2: the best time over the other axis
         n = cs[0].work
         for axis, fig, xs, other in (("T", "Figure 1", Ts, "C"), ("C", "Figure 2", Cs, "T")):
@@ -717,6 +749,9 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
             hdr.append("min–max cycles: glibc; weft")
         if name == "uncontended":
             hdr.append("instructions (single-step): glibc; weft")
+        if name == "memory":
+            hdr += ["mappings per thread: glibc; weft", "kernel stack KiB per thread: glibc; weft",
+                    "RSS KiB kept after join (total): glibc; weft"]
         w("| " + " | ".join(hdr) + " |")
         w("|" + "---|" * len(hdr))
         for c in cs:
@@ -732,6 +767,9 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
                            f"{em('weft', 'min_cycles')}–{em('weft', 'max_cycles')}")
             if name == "uncontended":
                 row.append(f"{em('glibc', 'step_instr')}; {em('weft', 'step_instr')}")
+            if name == "memory":
+                row += [f"{em('glibc', k)}; {em('weft', k)}"
+                        for k in ("maps", "kstack_kib", "rss_after_join_kib")]
             w("| " + " | ".join(row) + " |")
         w("")
         for t, f in drawn:

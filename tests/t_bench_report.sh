@@ -2,7 +2,7 @@
 # `weft bench` (bench/weft_bench.py), the driver rather than the library:
 #
 #  preload mode: a tiny real run through `bin/weft bench` (life cycle and a
-#    2-cell creation matrix, pinned and unpinned, 2 repetitions): runs.csv
+#    2 x 2 creation matrix, pinned and unpinned, 2 repetitions): runs.csv
 #    and results.json parse and hold a number for every glibc and weft
 #    cell, the weft runs were served by libweft.so, every SVG is well-formed
 #    XML with plotted data, report.md has the tables.
@@ -47,7 +47,7 @@ for n in names:
     plots = [g for g in root.iter("{http://www.w3.org/2000/svg}g")
              if g.get("id", "").startswith("gnuplot_plot_")]
     marks = sum(1 for g in plots for e in g.iter()
-                if e.tag.split("}")[1] in ("path", "rect", "use", "polyline"))
+                if e.tag.split("}")[1] in ("path", "rect", "use", "polyline", "image"))
     if not plots or marks == 0:
         print(f"FAIL: {n}.svg has no plotted data ({len(plots)} plots, {marks} marks)"); bad += 1
     dat = os.path.join(d, n + ".dat")
@@ -79,7 +79,7 @@ if [ "$mode" = preload ]; then
 	WEFT_BENCH_DIR="$root/bench" "$root/bin/weft" bench --bindir "$bin" --out "$out" \
 		--only lifecycle,creation --pin both --reps 2 --set lifecycle_n=200 \
 		--set detached_n=100 --set lifecycle_musl_n=100 --set creation_T=1,2 \
-		--set creation_C=1 --set creation_n=200 >"$tmp/real.out" 2>"$tmp/real.err"
+		--set creation_C=1,2 --set creation_n=200 >"$tmp/real.out" 2>"$tmp/real.err"
 	rc=$?
 	[ "$rc" -eq 0 ] || fail "tiny run: exit $rc: $(tail -5 "$tmp/real.err")"
 	grep -q "^Results in $out/" "$tmp/real.out" || fail "tiny run: the folder is not named at the end: $(tail -2 "$tmp/real.out")"
@@ -89,9 +89,9 @@ import csv, json, os, sys
 out = sys.argv[1]
 rows = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
 # per pinning: joinable life cycle (glibc, weft, floor, musl if built),
-# detached (glibc, weft, musl) and 2 creation cells (glibc, weft)
+# detached (glibc, weft, musl) and 4 creation cells (glibc, weft)
 musl = os.path.exists(os.path.join(os.path.dirname(out), "bin", "lifecycle.musl"))
-per_rep = 2 * (3 + 2 + 2 * 2 + (2 if musl else 0))
+per_rep = 2 * (3 + 2 + 4 * 2 + (2 if musl else 0))
 measured = [r for r in rows if r["rep"] != "warm-up"]
 assert len(measured) == 2 * per_rep, (len(measured), per_rep)
 assert any(r["rep"] == "warm-up" for r in rows), "no warm-up runs"
@@ -111,7 +111,7 @@ for rep, first in (("0", "glibc"), ("1", "weft")):
     rs = [r for r in measured if r["rep"] == rep and r["experiment"] == "creation"]
     assert rs[0]["column"] == first, (rep, rs[0])
 j = json.load(open(os.path.join(out, "results.json")))
-assert len(j["configs"]) == 8, len(j["configs"])
+assert len(j["configs"]) == 12, len(j["configs"])
 for c in j["configs"]:
     for col in ("glibc", "weft"):
         cell = c["columns"][col]
@@ -122,7 +122,7 @@ for c in j["configs"]:
 assert len(j["runs"]) == len(rows)
 EOF
 	check_svgs "$out" speedup_unpinned speedup_cpu0 creation_unpinned creation_cpu0 \
-		creation_fig1_unpinned creation_fig2_cpu0 || fail "tiny run: plots"
+		creation_fig1_unpinned creation_fig2_cpu0 creation_ratio_unpinned || fail "tiny run: plots"
 	md="$out/report.md"
 	grep -q '^| Thread life cycle | seed 001 §3.2 | unpinned | 2/2 | [0-9.]*× |' "$md" ||
 		fail "report.md: no summary row for the life cycle: $(grep -m2 'Thread life cycle' "$md")"
@@ -164,7 +164,7 @@ EOF
 	chmod +x "$fake"/*
 	out="$tmp/fail"
 	python3 "$root/bench/weft_bench.py" --bindir "$fake" --weft-lib "$lib" --out "$out" \
-		--only lifecycle,latency --pin no --reps 2 --no-warmup --timeout 2 \
+		--only lifecycle,latency --pin no --reps 1 --no-warmup --timeout 5 \
 		>"$tmp/fail.out" 2>"$tmp/fail.err"
 	rc=$?
 	[ "$rc" -eq 2 ] || fail "driver: expected exit 2 (runs gave no number), got $rc: $(tail -3 "$tmp/fail.err")"
@@ -223,7 +223,7 @@ EOF
 		fail "report.md: bcast row: $(grep '^| bcast' "$md")"
 	grep -q '^| 1 | lifecycle joinable | unpinned | weft | crashed | signal 11 (SIGSEGV)' "$md" ||
 		fail "report.md: the crash is not listed among the runs without a number"
-	grep -q 'gave no number, 4 skipped' "$tmp/fail.out" ||
+	grep -q '^9 runs in .*; 4 gave no number, 2 skipped\.$' "$tmp/fail.out" ||
 		fail "driver: summary line: $(tail -2 "$tmp/fail.out")"
 
 	# the real program without the right to use SCHED_FIFO: skip, no number
