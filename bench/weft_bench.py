@@ -28,6 +28,7 @@ import math
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -720,7 +721,10 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
             else:
                 texts = {summ.cell(c, col).failure_text() for c in cs for col in ("glibc", "weft")
                          if summ.cell(c, col) and not summ.cell(c, col).values}
-                g, rng = "**" + (", ".join(sorted(t for t in texts if t)) or "no data") + "**", ""
+                if "weft" not in cols_present:
+                    g, rng = "— (no weft column)", ""
+                else:
+                    g, rng = "**" + (", ".join(sorted(t for t in texts if t)) or "no data") + "**", ""
             row = [title, paper, pin, f"{len(ok)}/{len(cs)}", g, rng]
             if "musl" in cols_present:
                 ms = [summ.speedup(c, "musl") for c in cs]
@@ -1000,4 +1004,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # `weft bench ... | head` should end quietly when head has had enough
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())
