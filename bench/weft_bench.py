@@ -40,6 +40,7 @@ import benchlib as B  # noqa: E402
 
 PIN_ONE = "0"        # taskset CPU for pinned runs
 PIN_TWO = "0,1"      # the SCHED_FIFO latencies need two CPUs
+PIN_ORDER = ["unpinned", "cpu0", "cpu0+1"]
 
 COLUMN_LIB = {"glibc": "libc.so.6", "weft": "libweft.so", "musl": "static-non-glibc",
               "floor": None}
@@ -423,7 +424,7 @@ def plots(opt, plan, summ):
         cell = summ.cell(c, col)
         return cell.hi if cell and cell.values else None
 
-    pins = sorted({c.pin for c in plan})
+    pins = sorted({c.pin for c in plan}, key=PIN_ORDER.index)
     # speed-up over glibc for every configuration, bars = paired min..max
     for pin in pins:
         cs = [c for c in plan if c.pin == pin]
@@ -711,7 +712,7 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
     w("| " + " | ".join(hdr) + " |")
     w("|" + "---|" * len(hdr))
     for name, title, paper, _ in EXPERIMENTS:
-        for pin in sorted({c.pin for c in plan if c.exp == name}):
+        for pin in sorted({c.pin for c in plan if c.exp == name}, key=PIN_ORDER.index):
             cs = [c for c in plan if c.exp == name and c.pin == pin]
             sp = [summ.speedup(c, "weft") for c in cs]
             ok = [s for s in sp if s is not None]
