@@ -77,7 +77,7 @@ if [ "$mode" = preload ]; then
 	wait
 	out="$tmp/real"
 	WEFT_BENCH_DIR="$root/bench" "$root/bin/weft" bench --bindir "$bin" --out "$out" \
-		--only lifecycle,creation --pin both --reps 2 --set lifecycle_n=200 \
+		--quick --only lifecycle,creation --pin both --reps 2 --set lifecycle_n=200 \
 		--set detached_n=100 --set lifecycle_musl_n=100 --set creation_T=1,2 \
 		--set creation_C=1,2 --set creation_n=200 >"$tmp/real.out" 2>"$tmp/real.err"
 	rc=$?
