@@ -298,6 +298,7 @@ class Progress:
         if self.tty and self.width:
             sys.stderr.write("\n")
             sys.stderr.flush()
+            self.width = 0
 
 
 # ------------------------------------------------------------ gnuplot

@@ -331,7 +331,7 @@ def run_all(plan, opt, csv_path):
                        "cmd": c.shown(col, opt)}
                 w.writerow(row)
                 f.flush()
-                if r["status"] not in ("ok",) and not opt.quiet_failures:
+                if r["status"] != "ok":
                     prog.finish()
                     B.log(f"  {c.exp} {c.variant} {c.pin} {col}: {r['status']} {r.get('why', '')}")
                 r.update(rep=rep, config=c, column=col)
@@ -923,7 +923,6 @@ def main(argv=None):
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"), help="compiler named in the report")
     opt = ap.parse_args(argv)
-    opt.quiet_failures = False
     opt.argv_shown = [a for a in (argv if argv is not None else sys.argv[1:])
                       if not a.startswith("--weft-lib")]
 
