@@ -1,7 +1,7 @@
 /* bench/common.h - small helpers shared by the weft benchmark programs.
  *
  * Every program prints exactly one line starting with "RESULT " made of
- * space-separated key=value pairs, so bench/run.py can parse it without
+ * space-separated key=value pairs, so bench/weft_bench.py can parse it without
  * knowing anything else about the program.  Everything else (usage,
  * errors) goes to stderr.
  */
@@ -40,6 +40,12 @@ static inline long bench_arg_long(const char *opt, const char *s)
 	}
 	return v;
 }
+
+/* Exit status of a program that cannot measure what it is meant to on
+ * this machine (e.g. no permission for SCHED_FIFO): the driver reports
+ * "skipped" and the reason (the program's last stderr line), never a
+ * number.  77 is the usual "skipped" status of test harnesses. */
+#define BENCH_SKIP 77
 
 static inline void bench_die(const char *what, int err)
 {

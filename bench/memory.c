@@ -7,7 +7,7 @@
  *           the number of mappings (lines of /proc/self/maps);
  *   kernel: KernelStack, PageTables, SUnreclaim and Slab from
  *           /proc/meminfo.  These are system-wide, so other activity
- *           adds noise: run.py takes medians over repetitions.
+ *           adds noise: the driver takes medians over repetitions.
  *
  * Then the threads are woken and joined, and VmRSS and the mapping count
  * are read again: what the library keeps of dead threads (its stack

@@ -5,7 +5,7 @@
  * is built three ways: dynamically against glibc (run plain, or with
  * LD_PRELOAD=libweft.so, or linked -lweft) and statically with musl-gcc.
  *
- * Output contract (bench/sync_run.py relies on it): exactly one line on
+ * Output contract (bench/weft_bench.py relies on it): exactly one line on
  * stdout that starts with "RESULT " followed by key=value pairs, always
  * including bench=, metric= (the name of the headline key) and the
  * libraries that served the functions the benchmark exercises

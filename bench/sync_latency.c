@@ -18,9 +18,10 @@
  *
  * Both need two CPUs to mean anything (with one CPU the high thread never
  * lets the low one run); the result line says how many CPUs were usable.
- * SCHED_FIFO needs root or CAP_SYS_NICE; without it the program fails
- * with "FATAL sched: ..." rather than measuring something else, unless
- * -O asks for SCHED_OTHER (variant gets the suffix "-other").  Memory is
+ * SCHED_FIFO needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of at least 99;
+ * without it the program prints "SKIP needs SCHED_FIFO" and exits with
+ * BENCH_SKIP (77) rather than measuring something else, unless -O asks
+ * for SCHED_OTHER (variant gets the suffix "-other").  Memory is
  * locked with mlockall when permitted (mlock=1/0 in the result line).
  * The kernel's real-time throttling (sched_rt_runtime_us) bounds what two
  * spinning FIFO threads can take from the machine; keep n modest.
@@ -31,6 +32,7 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER, ack = PTHREAD_COND_INITIALIZER;
@@ -129,6 +131,23 @@ static void *bcast_sender(void *arg)
 	return NULL;
 }
 
+/* Skip (exit BENCH_SKIP) when this process may not use SCHED_FIFO at the
+ * priorities the threads need: try it on the calling thread, then go back
+ * to SCHED_OTHER (always allowed). */
+static void require_fifo(void)
+{
+	struct sched_param sp = { .sched_priority = 99 };
+
+	if (syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp) != 0) {
+		fprintf(stderr, "SKIP needs SCHED_FIFO: sched_setscheduler: %s (needs root, "
+			"CAP_SYS_NICE or RLIMIT_RTPRIO 99)\n", strerror(errno));
+		exit(BENCH_SKIP);
+	}
+	sp.sched_priority = 0;
+	if (syscall(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp) != 0)
+		bench_die("sched: back to SCHED_OTHER", errno);
+}
+
 static void start(pthread_t *t, void *(*fn)(void *), int prio, int fifo)
 {
 	pthread_attr_t attr;
@@ -138,6 +157,13 @@ static void start(pthread_t *t, void *(*fn)(void *), int prio, int fifo)
 	SYNC_OK(pthread_attr_setschedpolicy(&attr, fifo ? SCHED_FIFO : SCHED_OTHER));
 	SYNC_OK(pthread_attr_setschedparam(&attr, &sp));
 	int rc = pthread_create(t, &attr, fn, NULL);
+	if (rc == EPERM && fifo) {
+		/* Not allowed to use SCHED_FIFO (no root, CAP_SYS_NICE or
+		 * RLIMIT_RTPRIO): say so with the skip status 77 that the driver
+		 * reports as "skipped", rather than measure SCHED_OTHER. */
+		fprintf(stderr, "SKIP needs SCHED_FIFO: pthread_create: %s\n", strerror(rc));
+		exit(BENCH_SKIP);
+	}
 	if (rc != 0)
 		bench_die("sched: pthread_create with SCHED_FIFO", rc);
 	pthread_attr_destroy(&attr);
@@ -160,7 +186,15 @@ int main(int argc, char **argv)
 		goto usage;
 
 	want_policy = fifo ? SCHED_FIFO : SCHED_OTHER;
-	int mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+	if (fifo)
+		require_fifo();
+	/* Lock memory only where no limit applies: under an RLIMIT_MEMLOCK,
+	 * MCL_FUTURE would make later thread stacks fail to map (EAGAIN),
+	 * which is not what this program measures. */
+	struct rlimit ml;
+	int mlocked = 0;
+	if (geteuid() == 0 || (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur == RLIM_INFINITY))
+		mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
 	cpu_set_t cs;
 	int ncpu = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : -1;
 	double tsc_ns = sync_tsc_per_ns();

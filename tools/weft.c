@@ -1,6 +1,8 @@
 /* weft — the launcher.
  *
  *   weft run [--] CMD [ARGS...]   run CMD with libweft preloaded
+ *   weft bench [OPTIONS]          weft against glibc on the papers' experiments
+ *                                 (runs bench/weft_bench.py of the source tree)
  *   weft info                     version, glibc, host check, tunables
  *   weft version
  *
@@ -19,6 +21,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: weft run [--] COMMAND [ARGS...]\n"
+		   "       weft bench [--quick] [--out DIR] [--only NAME,...] [--pin both|yes|no]\n"
+		   "                  [--reps N] ...   (weft bench --help for all options)\n"
 		   "       weft info\n"
 		   "       weft version\n");
 }
@@ -77,6 +81,63 @@ static int cmd_run(int argc, char **argv)
 	return errno == ENOENT ? 127 : 126;
 }
 
+/* The benchmark driver lives in the source tree next to the programs it
+ * builds: $WEFT_BENCH_DIR, else bench/ beside the directory of this
+ * executable (bin/weft in a build tree). */
+static int bench_driver(char *out, size_t n)
+{
+	const char *dir = getenv("WEFT_BENCH_DIR");
+	char exe[PATH_MAX], *slash;
+	ssize_t len;
+
+	if (dir && *dir) {
+		snprintf(out, n, "%s/weft_bench.py", dir);
+	} else {
+		len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		if (len < 0)
+			return -1;
+		exe[len] = '\0';
+		slash = strrchr(exe, '/');
+		if (!slash)
+			return -1;
+		*slash = '\0';
+		if ((size_t)snprintf(out, n, "%s/../bench/weft_bench.py", exe) >= n)
+			return -1;
+	}
+	return access(out, R_OK);
+}
+
+/* weft bench ARGS: python3 DRIVER --weft-lib <this launcher's libweft> ARGS,
+ * so the library measured is the one `weft run` would preload. */
+static int cmd_bench(int argc, char **argv)
+{
+	char driver[PATH_MAX], lib[PATH_MAX];
+	char **av;
+	int i;
+
+	if (bench_driver(driver, sizeof driver) != 0) {
+		fprintf(stderr, "weft bench: cannot find bench/weft_bench.py; it runs from "
+				"weft's source tree (set WEFT_BENCH_DIR to its bench folder)\n");
+		return 2;
+	}
+	if (library_path(lib, sizeof lib) != 0) {
+		fprintf(stderr, "weft: cannot locate libweft.so\n");
+		return 2;
+	}
+	av = calloc((size_t)argc + 5, sizeof *av);
+	if (!av)
+		return 2;
+	av[0] = "python3";
+	av[1] = driver;
+	av[2] = "--weft-lib";
+	av[3] = lib;
+	for (i = 0; i < argc; i++)
+		av[4 + i] = argv[i];
+	execvp(av[0], av);
+	fprintf(stderr, "weft bench: python3: %s (the driver needs python3)\n", strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char **argv)
 {
 	char lib[PATH_MAX];
@@ -87,6 +148,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc - 2, argv + 2);
+	if (strcmp(argv[1], "bench") == 0)
+		return cmd_bench(argc - 2, argv + 2);
 	if (strcmp(argv[1], "info") == 0) {
 		weft_print_info(1);
 		if (library_path(lib, sizeof lib) == 0)
