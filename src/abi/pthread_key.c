@@ -1,6 +1,8 @@
 /* Thread-specific data: pthread_key_* and C11 tss_*. */
+#include <errno.h>
 #include <threads.h>
 
+#include "../core/tsd.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_key_create(pthread_key_t *key, void (*destr)(void *))
@@ -17,18 +19,55 @@ WEFT_EXPORT int pthread_key_delete(pthread_key_t key)
 	return tsd_key_delete(key);
 }
 
-WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
+/* get/setspecific test weft_is_active only (set once at start-up) and
+   take the inline path for the first keys in threads weft knows; start-up,
+   fallback mode, other keys and adoption go out of line. */
+__attribute__((noinline)) static void *getspecific_slow(pthread_key_t key)
 {
 	if (!weft_serving())
 		return host_real.pthread_getspecific(key);
 	return tsd_get(key);
 }
 
-WEFT_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
+/* The value travels as an integer: glibc declares the argument
+   "access none", which makes gcc warn about passing it on. */
+__attribute__((noinline)) static int setspecific_slow(pthread_key_t key,
+						      uintptr_t value)
 {
 	if (!weft_serving())
-		return host_real.pthread_setspecific(key, value);
-	return tsd_set(key, value);
+		return host_real.pthread_setspecific(key, (const void *)value);
+	return tsd_set(key, (const void *)value);
+}
+
+static inline int active(void)
+{
+	return __builtin_expect(__atomic_load_n(&weft_is_active, __ATOMIC_RELAXED),
+				1);
+}
+
+WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
+{
+	struct weft_tsd_value *v;
+	uintptr_t seq;
+
+	if (active() && (v = tsd_fast_slot(key, &seq)) != NULL)
+		return (seq & 1) && v->seq == seq ? v->value : NULL;
+	return getspecific_slow(key);
+}
+
+WEFT_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
+{
+	struct weft_tsd_value *v;
+	uintptr_t seq;
+
+	if (active() && (v = tsd_fast_slot(key, &seq)) != NULL) {
+		if (!(seq & 1))
+			return EINVAL;
+		v->seq = seq;
+		v->value = (void *)value;
+		return 0;
+	}
+	return setspecific_slow(key, (uintptr_t)value);
 }
 
 /* glibc's twins of the key functions (libgcc's threading probe and

@@ -15,17 +15,18 @@
 
 #include "lock.h"
 #include "thread.h"
+#include "tsd.h"
 
 #define KEYS_PER_CHUNK 256u
 #define KEY_CHUNKS 4096u /* 1,048,576 keys; PTHREAD_KEYS_MAX is 1024 */
 #define DESTRUCTOR_ITERATIONS 4 /* PTHREAD_DESTRUCTOR_ITERATIONS */
 
-struct key {
-	uintptr_t seq; /* odd: in use */
-	void (*destr)(void *);
-};
+/* The first chunk is static, so that the inline lookup of the common
+   keys (tsd.h) needs no chunk pointer. */
+struct weft_tsd_key weft_tsd_keys0[KEYS_PER_CHUNK];
+#define key weft_tsd_key
 
-static struct key *key_chunks[KEY_CHUNKS];
+static struct key *key_chunks[KEY_CHUNKS] = { weft_tsd_keys0 };
 static unsigned nkeys; /* indexes ever handed out */
 static unsigned free_hint;
 static weft_lock_t key_lock = WEFT_LOCK_INIT;
