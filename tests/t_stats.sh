@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# WEFT_STATS: the report weft prints to stderr at exit.  The helper
+# (tests/stats_contend.c, built here with -rdynamic so that dladdr can
+# name its functions) makes sure waits on a mutex, an rwlock (read) and
+# a spin lock, and prints the addresses; the report must show:
+#   - the summary: active=1, threads_created = the helper's count,
+#     peak_alive >= 2, this pid;
+#   - each lock by address, with its kind, contentions >= 1, a wait > 0
+#     and the function that waited (contend_worker, reader_worker,
+#     spin_worker), lines sorted by total wait, most first;
+#   - WEFT_STATS_TOP=1: exactly one lock line, the most waited-for;
+#   - without WEFT_STATS (unset, or 0): no weft-stats line at all.
+#   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
+# Usage: bash tests/t_stats.sh linked|preload   (env WEFT_ROOT, WEFT_LIB)
+set -u
+mode=${1:?mode}
+root=${WEFT_ROOT:?}
+lib=${WEFT_LIB:?}
+cc=${CC:-cc}
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+flags=(-std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -I"$root/include" -I"$root/tests"
+	-pthread -rdynamic -o "$tmp/prog" "$root/tests/stats_contend.c")
+if [ "$mode" = linked ]; then
+	$cc "${flags[@]}" -L"$root/build" -Wl,--no-as-needed -lweft \
+		-Wl,-rpath,"$root/build" -ldl || { echo "FAIL: cannot compile the helper" >&2; exit 1; }
+	run() { env "$@" "$tmp/prog"; }
+else
+	$cc "${flags[@]}" -ldl || { echo "FAIL: cannot compile the helper" >&2; exit 1; }
+	run() { env LD_PRELOAD="$lib" "$@" "$tmp/prog"; }
+fi
+
+# field NAME LINE: the value of NAME=value in LINE
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
+
+# ---- WEFT_STATS=1: everything listed
+run WEFT_STATS=1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || fail "WEFT_STATS=1 run: expected exit 0, got $rc: $(cat "$tmp/out" "$tmp/err")"
+out=$(cat "$tmp/out")
+echo "helper: $out"
+sed 's/^/stderr: /' "$tmp/err"
+pid=$(field pid "$out"); created=$(field created "$out")
+summary=$(grep '^weft-stats: pid=' "$tmp/err")
+if [ "$(grep -c '^weft-stats: pid=' "$tmp/err")" -ne 1 ]; then
+	fail "expected exactly one summary line 'weft-stats: pid=...', got: $(cat "$tmp/err")"
+else
+	[ "$(field pid "$summary")" = "$pid" ] || fail "summary pid: expected $pid, got '$(field pid "$summary")'"
+	[ "$(field active "$summary")" = 1 ] || fail "summary active: expected 1, got '$(field active "$summary")'"
+	[ "$(field threads_created "$summary")" = "$created" ] ||
+		fail "summary threads_created: expected $created, got '$(field threads_created "$summary")'"
+	peak=$(field peak_alive "$summary")
+	[ -n "$peak" ] && [ "$peak" -ge 2 ] || fail "summary peak_alive: expected >= 2, got '$peak'"
+	for k in stack_cache_hits stack_cache_misses threads_adopted; do
+		[[ "$(field $k "$summary")" =~ ^[0-9]+$ ]] || fail "summary lacks $k=NUMBER: $summary"
+	done
+fi
+
+# check_lock WHAT ADDRESS KIND FUNCTION
+check_lock() {
+	local what=$1 addr=$2 kind=$3 fn=$4 line n
+	n=$(grep -c "^weft-stats: lock=$addr kind=$kind " "$tmp/err")
+	if [ "$n" -ne 1 ]; then
+		fail "$what: expected one line 'weft-stats: lock=$addr kind=$kind ...', got $n"
+		return
+	fi
+	line=$(grep "^weft-stats: lock=$addr kind=$kind " "$tmp/err")
+	n=$(field contentions "$line")
+	[ -n "$n" ] && [ "$n" -ge 1 ] || fail "$what: expected contentions >= 1, got '$n'"
+	n=$(field wait_ns "$line")
+	[ -n "$n" ] && [ "$n" -gt 0 ] || fail "$what: expected wait_ns > 0, got '$n'"
+	n=$(field max_wait_ns "$line")
+	[ -n "$n" ] && [ "$n" -gt 0 ] || fail "$what: expected max_wait_ns > 0, got '$n'"
+	[[ "$(field site "$line")" == "$fn"+0x* ]] ||
+		fail "$what: expected site=$fn+0x..., got '$(field site "$line")'"
+}
+check_lock mutex "$(field mutex "$out")" mutex contend_worker
+check_lock rwlock "$(field rwlock "$out")" rwlock-read reader_worker
+check_lock spin "$(field spin "$out")" spin spin_worker
+
+# Sorted by total wait, most first; the header counts them.
+waits=$(grep '^weft-stats: lock=' "$tmp/err" | sed -n 's/.* wait_ns=\([0-9]*\).*/\1/p')
+[ "$waits" = "$(sort -rn <<<"$waits")" ] || fail "lock lines not sorted by wait_ns: $(echo $waits)"
+head=$(grep '^weft-stats: contended_locks=' "$tmp/err")
+n=$(grep -c '^weft-stats: lock=' "$tmp/err")
+[ "$(field contended_locks "$head")" = 3 ] || fail "contended_locks: expected 3, got '$(field contended_locks "$head")'"
+[ "$(field shown "$head")" = "$n" ] || fail "shown: expected $n (lines printed), got '$(field shown "$head")'"
+
+# ---- WEFT_STATS_TOP=1: only the most waited-for lock
+run WEFT_STATS=1 WEFT_STATS_TOP=1 >"$tmp/out1" 2>"$tmp/err1"
+rc=$?
+[ $rc -eq 0 ] || fail "WEFT_STATS_TOP=1 run: expected exit 0, got $rc: $(cat "$tmp/err1")"
+n=$(grep -c '^weft-stats: lock=' "$tmp/err1")
+[ "$n" -eq 1 ] || fail "WEFT_STATS_TOP=1: expected 1 lock line, got $n: $(cat "$tmp/err1")"
+head=$(grep '^weft-stats: contended_locks=' "$tmp/err1")
+[ "$(field contended_locks "$head")" = 3 ] && [ "$(field shown "$head")" = 1 ] ||
+	fail "WEFT_STATS_TOP=1: expected contended_locks=3 shown=1, got '$head'"
+
+# ---- off: no report at all
+for setting in "" WEFT_STATS=0; do
+	run $setting >"$tmp/out2" 2>"$tmp/err2"
+	rc=$?
+	[ $rc -eq 0 ] || fail "run with '${setting:-WEFT_STATS unset}': expected exit 0, got $rc: $(cat "$tmp/err2")"
+	! grep -q 'weft-stats' "$tmp/err2" ||
+		fail "with '${setting:-WEFT_STATS unset}': expected no weft-stats output, got: $(cat "$tmp/err2")"
+done
+
+echo "mode $mode: $fails failure(s)"
+[ $fails -eq 0 ]
