@@ -9,7 +9,13 @@
    worker that asks for it, and lets go only once the worker is seen
    waiting: asleep in the kernel (state S in /proc, for the mutex and
    the rwlock), or burning CPU time (for the spin lock, which never
-   sleeps). */
+   sleeps).
+
+   With an argument N, it then also makes N more mutexes each wait once
+   (the table must grow past its first blocks and keep them apart):
+   the main thread holds them all, a worker locks them in order, and
+   each is let go once its lock word shows a sleeper (2, glibc's
+   protocol, which weft keeps). */
 #include "harness.h"
 
 #include <sys/syscall.h>
@@ -106,6 +112,34 @@ __attribute__((noinline)) void *contend_worker(void *arg)
 	return NULL;
 }
 
+static pthread_mutex_t *many;
+static long nmany;
+
+__attribute__((noinline)) void *many_worker(void *arg)
+{
+	(void)arg;
+	CHECK_WEFT_THREAD();
+	for (long i = 0; i < nmany; i++) {
+		pthread_mutex_lock(&many[i]);
+		pthread_mutex_unlock(&many[i]);
+	}
+	return NULL;
+}
+
+/* Lets go of many[i] once the worker sleeps on it (bounded: 10 s). */
+static int release_when_waited(long i)
+{
+	double end = now_s() + 10;
+
+	while (__atomic_load_n(&many[i].__data.__lock, __ATOMIC_ACQUIRE) != 2)
+		if (now_s() > end)
+			return 0;
+		else
+			sched_yield();
+	pthread_mutex_unlock(&many[i]);
+	return 1;
+}
+
 __attribute__((noinline)) void *reader_worker(void *arg)
 {
 	(void)arg;
@@ -126,9 +160,9 @@ __attribute__((noinline)) void *spin_worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	pthread_t t[4];
+	pthread_t t[5];
 	int created = 0;
 
 	WEFT_REQUIRE();
@@ -165,9 +199,26 @@ int main(void)
 	pthread_spin_unlock(&sp);
 	CHECK_EQ(pthread_join(t[3], NULL), 0);
 
-	printf("pid=%d created=%d mutex=%p rwlock=%p spin=%p counter=%ld\n",
+	/* N more mutexes, one contention each. */
+	nmany = argc > 1 ? atol(argv[1]) : 0;
+	if (nmany > 0) {
+		many = calloc((size_t)nmany, sizeof *many);
+		REQUIRE(many, "calloc");
+		for (long i = 0; i < nmany; i++) {
+			pthread_mutex_init(&many[i], NULL);
+			pthread_mutex_lock(&many[i]);
+		}
+		CHECK_EQ(pthread_create(&t[4], NULL, many_worker, NULL), 0);
+		created++;
+		for (long i = 0; i < nmany; i++)
+			REQUIRE(release_when_waited(i), "mutex %ld: no sleeper seen", i);
+		CHECK_EQ(pthread_join(t[4], NULL), 0);
+	}
+
+	printf("pid=%d created=%d mutex=%p rwlock=%p spin=%p counter=%ld "
+	       "many=%p nmany=%ld\n",
 	       (int)getpid(), created, (void *)&mu, (void *)&rw, (void *)&sp,
-	       counter);
+	       counter, (void *)many, nmany);
 	fflush(stdout);
 	TEST_DONE();
 }

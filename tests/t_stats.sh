@@ -9,6 +9,9 @@
 #     and the function that waited (contend_worker, reader_worker,
 #     spin_worker), lines sorted by total wait, most first;
 #   - WEFT_STATS_TOP=1: exactly one lock line, the most waited-for;
+#   - 2000 more mutexes waited for once each, WEFT_STATS_TOP=0: all
+#     2003 locks listed, each once (the table grows past its first
+#     blocks without losing or duplicating an entry);
 #   - without WEFT_STATS (unset, or 0): no weft-stats line at all.
 #   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
 # Usage: bash tests/t_stats.sh linked|preload   (env WEFT_ROOT, WEFT_LIB)
@@ -27,10 +30,10 @@ flags=(-std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -I"$root/include" -I"$root/tes
 if [ "$mode" = linked ]; then
 	$cc "${flags[@]}" -L"$root/build" -Wl,--no-as-needed -lweft \
 		-Wl,-rpath,"$root/build" -ldl || { echo "FAIL: cannot compile the helper" >&2; exit 1; }
-	run() { env "$@" "$tmp/prog"; }
+	run() { env "$@" "$tmp/prog" ${args:-}; }
 else
 	$cc "${flags[@]}" -ldl || { echo "FAIL: cannot compile the helper" >&2; exit 1; }
-	run() { env LD_PRELOAD="$lib" "$@" "$tmp/prog"; }
+	run() { env LD_PRELOAD="$lib" "$@" "$tmp/prog" ${args:-}; }
 fi
 
 # field NAME LINE: the value of NAME=value in LINE
@@ -98,6 +101,21 @@ n=$(grep -c '^weft-stats: lock=' "$tmp/err1")
 head=$(grep '^weft-stats: contended_locks=' "$tmp/err1")
 [ "$(field contended_locks "$head")" = 3 ] && [ "$(field shown "$head")" = 1 ] ||
 	fail "WEFT_STATS_TOP=1: expected contended_locks=3 shown=1, got '$head'"
+
+# ---- many locks, all listed
+nmany=2000
+args=$nmany run WEFT_STATS=1 WEFT_STATS_TOP=0 >"$tmp/out3" 2>"$tmp/err3"
+rc=$?
+[ $rc -eq 0 ] || fail "$nmany-mutex run: expected exit 0, got $rc: $(head -c 2000 "$tmp/err3")"
+head=$(grep '^weft-stats: contended_locks=' "$tmp/err3")
+want=$((nmany + 3))
+[ "$(field contended_locks "$head")" = $want ] && [ "$(field shown "$head")" = $want ] ||
+	fail "$nmany-mutex run: expected contended_locks=$want shown=$want, got '$head'"
+n=$(sed -n 's/^weft-stats: \(lock=[^ ]* kind=[^ ]*\) .*/\1/p' "$tmp/err3" | sort -u | wc -l)
+[ "$n" -eq $want ] || fail "$nmany-mutex run: expected $want distinct lock lines, got $n"
+n=$(grep -c 'kind=mutex contentions=1 .*site=many_worker+0x' "$tmp/err3")
+[ "$n" -ge $nmany ] || fail "$nmany-mutex run: expected >= $nmany lines 'kind=mutex contentions=1 ... site=many_worker', got $n"
+echo "$nmany-mutex run: $head"
 
 # ---- off: no report at all
 for setting in "" WEFT_STATS=0; do
