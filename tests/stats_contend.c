@@ -15,7 +15,10 @@
    (the table must grow past its first blocks and keep them apart):
    the main thread holds them all, a worker locks them in order, and
    each is let go once its lock word shows a sleeper (2, glibc's
-   protocol, which weft keeps). */
+   protocol, which weft keeps).
+
+   With CONTEND_CLOSE_STDERR set, an atexit handler closes stderr before
+   weft's report, as many programs do. */
 #include "harness.h"
 
 #include <sys/syscall.h>
@@ -112,6 +115,13 @@ __attribute__((noinline)) void *contend_worker(void *arg)
 	return NULL;
 }
 
+/* Like coreutils' close_stdout: an atexit handler of the program that
+   closes stderr before weft's report runs. */
+static void close_stderr(void)
+{
+	fclose(stderr);
+}
+
 static pthread_mutex_t *many;
 static long nmany;
 
@@ -166,6 +176,8 @@ int main(int argc, char **argv)
 	int created = 0;
 
 	WEFT_REQUIRE();
+	if (getenv("CONTEND_CLOSE_STDERR"))
+		atexit(close_stderr);
 	REQUIRE_SERVED(pthread_mutex_lock);
 	REQUIRE_SERVED(pthread_rwlock_rdlock);
 	REQUIRE_SERVED(pthread_spin_lock);

@@ -12,6 +12,8 @@
 #   - 2000 more mutexes waited for once each, WEFT_STATS_TOP=0: all
 #     2003 locks listed, each once (the table grows past its first
 #     blocks without losing or duplicating an entry);
+#   - the program closing stderr in its own atexit handler (coreutils
+#     and xz do) does not lose the report;
 #   - without WEFT_STATS (unset, or 0): no weft-stats line at all.
 #   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
 # Usage: bash tests/t_stats.sh linked|preload   (env WEFT_ROOT, WEFT_LIB)
@@ -116,6 +118,13 @@ n=$(sed -n 's/^weft-stats: \(lock=[^ ]* kind=[^ ]*\) .*/\1/p' "$tmp/err3" | sort
 n=$(grep -c 'kind=mutex contentions=1 .*site=many_worker+0x' "$tmp/err3")
 [ "$n" -ge $nmany ] || fail "$nmany-mutex run: expected >= $nmany lines 'kind=mutex contentions=1 ... site=many_worker', got $n"
 echo "$nmany-mutex run: $head"
+
+# ---- the program closes stderr at exit before weft reports
+run WEFT_STATS=1 CONTEND_CLOSE_STDERR=1 >"$tmp/out4" 2>"$tmp/err4"
+rc=$?
+[ $rc -eq 0 ] || fail "closed-stderr run: expected exit 0, got $rc: $(cat "$tmp/err4")"
+n=$(grep -c '^weft-stats: pid=.* threads_created=4 ' "$tmp/err4")
+[ "$n" -eq 1 ] || fail "closed-stderr run: expected the summary line with threads_created=4, got: $(cat "$tmp/err4")"
 
 # ---- off: no report at all
 for setting in "" WEFT_STATS=0; do

@@ -25,7 +25,9 @@
 #include <link.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "../kernel/syscall.h"
@@ -50,6 +52,14 @@ struct ls_block {
 	size_t bytes;	       /* size of the mapping */
 	struct ls_slot slot[];
 };
+
+/* Where the report goes: the stderr the process started with.  Many
+   programs close stderr in their own atexit handlers (coreutils'
+   close_stdout, xz), which run before ours (registered first, run
+   last), so a duplicate is kept, and found again by its identity. */
+static int out_fd = -1;
+static dev_t out_dev;
+static ino_t out_ino;
 
 static struct ls_block *ls_head;
 static unsigned long ls_lost; /* waits not recorded: mmap failed */
@@ -237,13 +247,29 @@ static void put_kv(struct line *l, const char *key, unsigned long v)
 	put_u(l, v);
 }
 
+static int same_file(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && sys_call2(SYS_fstat, fd, &st) == 0 &&
+	       st.st_dev == out_dev && st.st_ino == out_ino;
+}
+
+/* The saved duplicate if it still is the start-up stderr (a program
+   may have closed it and reused the number), else fd 2. */
+static int report_fd(void)
+{
+	return same_file(out_fd) ? out_fd : 2;
+}
+
 static void emit(struct line *l)
 {
 	size_t off = 0;
+	int fd = report_fd();
 
 	l->b[l->n++] = '\n';
 	while (off < l->n) {
-		long r = sys_call3(SYS_write, 2, l->b + off, l->n - off);
+		long r = sys_call3(SYS_write, fd, l->b + off, l->n - off);
 		if (r == -EINTR)
 			continue;
 		if (r <= 0)
@@ -439,8 +465,25 @@ static void find_own_text(void)
 	text_hi = (uintptr_t)__etext;
 }
 
+/* A private duplicate of stderr, above the numbers programs use. */
+static void keep_stderr(void)
+{
+	struct stat st;
+	long fd;
+
+	if (sys_call2(SYS_fstat, 2, &st) != 0)
+		return;
+	fd = sys_call3(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 100);
+	if (fd < 0)
+		return;
+	out_dev = st.st_dev;
+	out_ino = st.st_ino;
+	out_fd = (int)fd;
+}
+
 void stats_init(void)
 {
+	keep_stderr();
 	find_own_text();
 	__atomic_store_n(&weft_stats_on, 1, __ATOMIC_RELEASE);
 	atexit(stats_report);
