@@ -16,6 +16,8 @@
 #   WEFT_APPS_INSTALL=0   do not apt-get install missing packages
 #   WEFT_APPS_DIR=DIR     work in DIR (kept); default a temporary
 #                         directory, removed when every program passed
+#   WEFT_APPS_TIMEOUT=S   a program still running after S seconds (300)
+#                         is killed and fails (a hang must not hang this)
 # Programs (package):
 #   python3    CPython threading: 4 threads hashing through a queue (python3)
 #   perl       perl ithreads: 4 threads and Thread::Queue (perl)
@@ -34,6 +36,7 @@ cd "$(dirname "$0")/../.."
 root=$(pwd)
 weft="$root/bin/weft"
 unset LD_PRELOAD
+limit=${WEFT_APPS_TIMEOUT:-300}
 all_apps=(python3 perl pigz xz zstd sort sqlite3 sysbench redis memcached)
 apps=("$@")
 [ ${#apps[@]} -gt 0 ] || apps=("${all_apps[@]}")
@@ -192,12 +195,29 @@ PY
 # step CMD...: one program of the app; its exit status goes to the
 # status file that both runs must agree on.
 step() {
-	"${RUN[@]}" "$@" 2>>"$out/stderr"
+	timeout -k 5 "$limit" "${RUN[@]}" "$@" 2>>"$out/stderr"
 	local rc=$?
 	echo "$rc ${1##*/}" >>"$out/status"
 	return $rc
 }
 sum() { sha256sum | cut -c1-64; }
+# client CMD...: a client of a server, on plain glibc, bounded in time
+client() { timeout -k 5 60 "$@"; }
+# reap PID NAME: waits for a server that was asked to stop (20 s at
+# most, then kills it) and records its exit status
+reap() {
+	local pid=$1 name=$2 i
+	for i in $(seq 400); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "$name did not exit when asked: killed" >&2
+		kill -KILL "$pid"
+	fi
+	wait "$pid"
+	echo "$? $name" >>"$out/status"
+}
 
 app_python3() { step /usr/bin/python3 "$work/threads.py" "$in" | sum; }
 app_perl() { step perl "$work/threads.pl" "$in" | sum; }
@@ -245,17 +265,16 @@ app_redis() {
 		>"$out/server.log" 2>>"$out/stderr" &
 	pid=$!
 	wait_for redis-cli -s "$sock" ping || echo "redis-server did not start"
-	redis-cli -s "$sock" --pipe <"$work/redis.cmds" | grep -o 'errors: [0-9]*, replies: [0-9]*'
-	redis-benchmark -s "$sock" -n 2000 -c 4 -t set,get,lpush,incr -q >"$out/bench.log" 2>&1
+	client redis-cli -s "$sock" --pipe <"$work/redis.cmds" | grep -o 'errors: [0-9]*, replies: [0-9]*'
+	client redis-benchmark -s "$sock" -n 2000 -c 4 -t set,get,lpush,incr -q >"$out/bench.log" 2>&1
 	echo "benchmark exit $?"
 	# what redis-benchmark wrote is not deterministic (INCR counts); drop it
-	redis-cli -s "$sock" del key:__rand_int__ mylist counter:__rand_int__ >/dev/null
-	redis-cli -s "$sock" debug digest
-	redis-cli -s "$sock" dbsize
-	redis-cli -s "$sock" lrange list:7 0 -1 | sum
-	redis-cli -s "$sock" shutdown nosave >/dev/null 2>&1
-	wait $pid
-	echo "$? redis-server" >>"$out/status"
+	client redis-cli -s "$sock" del key:__rand_int__ mylist counter:__rand_int__ >/dev/null
+	client redis-cli -s "$sock" debug digest
+	client redis-cli -s "$sock" dbsize
+	client redis-cli -s "$sock" lrange list:7 0 -1 | sum
+	client redis-cli -s "$sock" shutdown nosave >/dev/null 2>&1
+	reap $pid redis-server
 }
 app_memcached() {
 	local sock="$out/memc.sock" pid
@@ -264,11 +283,10 @@ app_memcached() {
 	"${RUN[@]}" memcached "${user[@]}" -t 4 -s "$sock" -m 64 -U 0 >"$out/server.log" 2>>"$out/stderr" &
 	pid=$!
 	wait_for test -S "$sock" || echo "memcached did not start"
-	/usr/bin/python3 "$work/memc.py" "$sock"
+	client /usr/bin/python3 "$work/memc.py" "$sock"
 	echo "client exit $?"
 	kill -TERM $pid
-	wait $pid
-	echo "$? memcached" >>"$out/status"
+	reap $pid memcached
 }
 
 # ------------------------------------------------------------ driver
