@@ -18,7 +18,9 @@
    protocol, which weft keeps).
 
    With CONTEND_CLOSE_STDERR set, an atexit handler closes stderr before
-   weft's report, as many programs do. */
+   weft's report, as many programs do.  With CONTEND_MAIN_EXIT set, main
+   starts one more thread, which waits until main is gone, and ends with
+   pthread_exit: the process ends when that weft thread does. */
 #include "harness.h"
 
 #include <sys/syscall.h>
@@ -120,6 +122,32 @@ __attribute__((noinline)) void *contend_worker(void *arg)
 static void close_stderr(void)
 {
 	fclose(stderr);
+}
+
+/* Ends after the main thread has (it is a zombie then), so that it is
+   the process's last thread, and weft ends the process. */
+static void *last_thread(void *arg)
+{
+	char path[64], buf[512];
+	double end = now_s() + 10;
+
+	CHECK_WEFT_THREAD();
+	snprintf(path, sizeof path, "/proc/self/task/%ld/stat", (long)arg);
+	while (now_s() < end) {
+		FILE *f = fopen(path, "r");
+		size_t n = 0;
+
+		if (f) {
+			n = fread(buf, 1, sizeof buf - 1, f);
+			fclose(f);
+		}
+		buf[n] = 0;
+		char *p = strrchr(buf, ')');
+		if (!f || (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')))
+			break;
+		sched_yield();
+	}
+	return NULL;
 }
 
 static pthread_mutex_t *many;
@@ -232,5 +260,15 @@ int main(int argc, char **argv)
 	       (int)getpid(), created, (void *)&mu, (void *)&rw, (void *)&sp,
 	       counter, (void *)many, nmany);
 	fflush(stdout);
+	/* The report must also come when the last thread ends the process
+	   (weft's thread_finish calls exit(0)). */
+	if (getenv("CONTEND_MAIN_EXIT") && !harness_failures) {
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		REQUIRE(pthread_create(&t[0], &a, last_thread,
+				       (void *)(long)getpid()) == 0, "create");
+		pthread_exit(NULL);
+	}
 	TEST_DONE();
 }

@@ -14,6 +14,8 @@
 #     blocks without losing or duplicating an entry);
 #   - the program closing stderr in its own atexit handler (coreutils
 #     and xz do) does not lose the report;
+#   - main ending with pthread_exit while a weft thread still runs (its
+#     end is the process's, and weft calls exit): the report still comes;
 #   - without WEFT_STATS (unset, or 0): no weft-stats line at all.
 #   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
 # Usage: bash tests/t_stats.sh linked|preload   (env WEFT_ROOT, WEFT_LIB)
@@ -125,6 +127,15 @@ rc=$?
 [ $rc -eq 0 ] || fail "closed-stderr run: expected exit 0, got $rc: $(cat "$tmp/err4")"
 n=$(grep -c '^weft-stats: pid=.* threads_created=4 ' "$tmp/err4")
 [ "$n" -eq 1 ] || fail "closed-stderr run: expected the summary line with threads_created=4, got: $(cat "$tmp/err4")"
+
+# ---- main calls pthread_exit: the last thread ending exits the process
+run WEFT_STATS=1 CONTEND_MAIN_EXIT=1 >"$tmp/out5" 2>"$tmp/err5"
+rc=$?
+[ $rc -eq 0 ] || fail "main-pthread_exit run: expected exit 0, got $rc: $(cat "$tmp/err5")"
+n=$(grep -c '^weft-stats: pid=.* threads_created=5 ' "$tmp/err5")
+[ "$n" -eq 1 ] || fail "main-pthread_exit run: expected the summary line with threads_created=5, got: $(cat "$tmp/err5")"
+grep -q '^weft-stats: lock=.* kind=mutex .*site=contend_worker+' "$tmp/err5" ||
+	fail "main-pthread_exit run: expected the mutex line, got: $(cat "$tmp/err5")"
 
 # ---- off: no report at all
 for setting in "" WEFT_STATS=0; do
