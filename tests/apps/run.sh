@@ -266,8 +266,11 @@ app_redis() {
 	pid=$!
 	wait_for redis-cli -s "$sock" ping || echo "redis-server did not start"
 	client redis-cli -s "$sock" --pipe <"$work/redis.cmds" | grep -o 'errors: [0-9]*, replies: [0-9]*'
-	client redis-benchmark -s "$sock" -n 2000 -c 4 -t set,get,lpush,incr -q >"$out/bench.log" 2>&1
-	echo "benchmark exit $?"
+	# Load for the I/O threads, not a result: on a crowded machine it can
+	# run out of time on glibc as well (its spinning I/O threads compete
+	# for the CPUs), so its status is logged, not compared.
+	client redis-benchmark -s "$sock" -n 1000 -c 4 -t set,get,lpush,incr -q >"$out/bench.log" 2>&1
+	echo "redis-benchmark exit $?" >>"$out/bench.log"
 	# what redis-benchmark wrote is not deterministic (INCR counts); drop it
 	client redis-cli -s "$sock" del key:__rand_int__ mylist counter:__rand_int__ >/dev/null
 	client redis-cli -s "$sock" debug digest
