@@ -6,9 +6,10 @@
 #     every step must be the same in both runs;
 #   - weft must have served it: the WEFT_STATS report at exit says
 #     active=1 and threads_created > 0;
-#   - the wall time of both runs is reported (this is a correctness
-#     check: one run each on whatever machine runs it, so the times are
-#     as noisy as that machine; benchmarks are bench/'s job).
+#   - the wall time and CPU time of both runs are reported (this is a
+#     correctness check: one run each on whatever machine runs it, so the
+#     times are as noisy as that machine, the wall time most; benchmarks
+#     are bench/'s job).
 # A failing program prints what differed (results, statuses, the tail of
 # its stderr) and makes the script exit 1.
 #
@@ -294,7 +295,17 @@ app_memcached() {
 
 # ------------------------------------------------------------ driver
 now_ms() { date +%s%3N; }
-declare -A secs
+# CPU seconds (user + system) of every process this shell has waited
+# for, with their own waited-for children: steadier than wall time on a
+# crowded machine, where the wall time is mostly waiting for a CPU.
+# (`times` must run in this shell, not in a pipe's subshell.)
+child_cpu() {
+	times >"$work/times"
+	tail -n 1 "$work/times" | awk '{ t = 0; for (i = 1; i <= 2; i++) {
+		split($i, p, "m"); sub("s", "", p[2]); t += p[1] * 60 + p[2] }
+		printf "%.2f", t }'
+}
+declare -A secs cpu
 failed=()
 rows=()
 for a in "${apps[@]}"; do
@@ -309,10 +320,14 @@ for a in "${apps[@]}"; do
 		else
 			RUN=()
 		fi
+		child_cpu >"$work/cpu0"
 		t0=$(now_ms)
 		"app_$a" >"$out/result" 2>>"$out/stderr"
 		t1=$(now_ms)
+		child_cpu >"$work/cpu1"
 		secs[$a.$mode]=$(awk -v ms=$((t1 - t0)) 'BEGIN{printf "%.2f", ms / 1000}')
+		cpu[$a.$mode]=$(awk -v a="$(cat "$work/cpu0")" -v b="$(cat "$work/cpu1")" \
+			'BEGIN{printf "%.2f", b - a}')
 	done
 	g="$work/$a.glibc" w="$work/$a.weft"
 	why=()
@@ -348,15 +363,19 @@ for a in "${apps[@]}"; do
 			tail -n 15 "$w/stderr" | sed 's/^/    /'
 		} >&2
 	fi
-	rows+=("$(printf '%-10s %8s %8s %8s %8s %6s  %s' "$a" "${secs[$a.glibc]}" \
-		"${secs[$a.weft]}" "$ratio" "${threads:-0}" "${procs:-0}" "$verdict")")
+	rows+=("$(printf '%-10s %7s %7s %7s  %7s %7s  %7s %6s  %s' "$a" "${secs[$a.glibc]}" \
+		"${secs[$a.weft]}" "$ratio" "${cpu[$a.glibc]}" "${cpu[$a.weft]}" \
+		"${threads:-0}" "${procs:-0}" "$verdict")")
 done
 
 echo
-echo "Real programs, plain glibc vs weft (wall seconds of one run each; noisy)"
-printf '%-10s %8s %8s %8s %8s %6s  %s\n' program glibc weft weft/gl threads procs result
+echo "Real programs, plain glibc vs weft: seconds of one run each (noisy)"
+printf '%-10s %7s %7s %7s  %7s %7s  %7s %6s  %s\n' "" "wall" "" "" "cpu" "" "" "" ""
+printf '%-10s %7s %7s %7s  %7s %7s  %7s %6s  %s\n' program glibc weft weft/gl \
+	glibc weft threads procs result
 for r in "${rows[@]}"; do echo "$r"; done
-echo "(threads: most threads_created in one process's WEFT_STATS report; procs: reports)"
+echo "(cpu: user+system of the program, its clients and checksums; threads: most"
+echo " threads_created in one process's WEFT_STATS report; procs: reports)"
 echo
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "check-apps: ${#failed[@]} of ${#apps[@]} failed: ${failed[*]} (files kept in $work)"
