@@ -167,7 +167,8 @@ __attribute__((noinline)) static uintptr_t caller_outside_weft(void)
 	return 0;
 }
 
-void lockstat_record(const volatile void *lock, enum lockstat_kind kind, long t0)
+void lockstat_record(const volatile void *lock, enum lockstat_kind kind,
+		     long t0)
 {
 	unsigned long d = (unsigned long)(stats_now() - t0);
 	struct ls_slot *s = ls_find(((uintptr_t)lock << 3) | kind);
@@ -202,7 +203,7 @@ void stats_reset_in_child(void)
 /* ------------------------------------------------------------ the report */
 
 /* One output line, built without stdio (malloc, locks) and written with
-   write(2) to fd 2. */
+   write(2) to report_fd(). */
 struct line {
 	char b[768];
 	size_t n;

@@ -39,7 +39,8 @@ long stats_now(void);
    Takes the second clock reading, finds the code outside weft that
    asked for the lock (frame pointers, within libweft only), and adds
    the wait to the lock's entry. */
-void lockstat_record(const volatile void *lock, enum lockstat_kind kind, long t0);
+void lockstat_record(const volatile void *lock, enum lockstat_kind kind,
+		     long t0);
 
 /* From start-up when WEFT_STATS is set: registers the report at exit. */
 void stats_init(void);
