@@ -4,6 +4,7 @@
 #   make              library (build/libweft.so, build/libweft.a), bin/weft
 #   make check        all tests, each in linked and preloaded mode
 #   make check-posix  Open POSIX Test Suite, glibc vs weft (fetches it)
+#   make check-apps   real Debian programs, glibc vs weft (installs them)
 #   make bench        the benchmark suite (weft vs glibc), see bench/
 #   make install PREFIX=/usr/local
 
@@ -93,6 +94,11 @@ check: tests
 check-posix: all
 	tests/posix/run.sh
 
+# Real multithreaded programs from Debian packages, glibc vs weft
+# (tests/apps/run.sh; APPS="pigz redis" runs only those).
+check-apps: all
+	tests/apps/run.sh $(APPS)
+
 # ---------------------------------------------------------------- bench
 bench: all
 	$(MAKE) -C bench
@@ -117,5 +123,5 @@ clean:
 	rm -rf $(B) bin
 	-$(MAKE) -C bench clean
 
-.PHONY: all tests check check-posix bench install clean
+.PHONY: all tests check check-posix check-apps bench install clean
 .SECONDARY:

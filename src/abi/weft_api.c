@@ -72,6 +72,12 @@ WEFT_EXPORT void weft_print_info(int fd)
 		tunables_trim_name(WEFT_STACK_TRIM_DEFAULT));
 	dprintf(fd, "  WEFT_REPORT=%s (file for counters at exit)\n",
 		weft_tunables.report_path ? weft_tunables.report_path : "");
+	dprintf(fd, "  WEFT_STATS=%d (counters and lock contention to stderr at exit; "
+		    "default 0)\n",
+		weft_tunables.stats);
+	dprintf(fd, "  WEFT_STATS_TOP=%zu (contended locks listed, 0 = all; "
+		    "default %lu)\n",
+		weft_tunables.stats_top, WEFT_STATS_TOP_DEFAULT);
 	dprintf(fd, "default stack size: %zu\n", stack_default_size());
 }
 

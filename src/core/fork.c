@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "../host/glibc.h"
+#include "stats.h"
 #include "thread.h"
 
 static int cached_pid; /* 0: not read yet (or a fork child's stale one) */
@@ -69,6 +70,7 @@ static void fork_child(void)
 
 	/* <weft.h> promises counters "since fork" in a child. */
 	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
+	stats_reset_in_child();
 	__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
 	thread_default_unlock_after_fork();
 	stack_cache_reset_in_child();

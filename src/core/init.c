@@ -8,6 +8,7 @@
 
 #include "../host/glibc.h"
 #include "../kernel/futex.h"
+#include "stats.h"
 #include "thread.h"
 #include "tunables.h"
 
@@ -47,6 +48,10 @@ static void init_once(void)
 	}
 	if (weft_tunables.report_path)
 		atexit(write_report);
+	/* Also printed when the last thread ends the process from
+	   thread_finish: that is exit(0), which runs atexit handlers. */
+	if (weft_tunables.stats)
+		stats_init();
 }
 
 void weft_init_slow(void)

@@ -39,6 +39,7 @@ static struct slot *chunks[MAX_CHUNKS];
 static uint32_t nslots;	   /* slots ever handed out */
 static uint32_t free_head; /* index + 1 of the first free slot, 0 = none */
 static unsigned long live;
+static unsigned long peak; /* most slots in use at once (WEFT_STATS) */
 static weft_lock_t reg_lock = WEFT_LOCK_INIT;
 
 static struct slot *slot_at(uint32_t idx)
@@ -108,7 +109,8 @@ int registry_add(struct weft_thread *t)
 			fresh = NULL;
 		} /* else another creator was quicker: ours goes back */
 	}
-	live++;
+	if (++live > peak)
+		peak = live;
 	t->slot = idx;
 	t->handle = make_handle(idx, s->gen);
 	__atomic_store_n(&s->thr, t, __ATOMIC_RELEASE);
@@ -159,6 +161,11 @@ unsigned long registry_live_count(void)
 	return __atomic_load_n(&live, __ATOMIC_RELAXED);
 }
 
+unsigned long registry_peak_count(void)
+{
+	return __atomic_load_n(&peak, __ATOMIC_RELAXED);
+}
+
 void registry_lock_for_fork(void)
 {
 	weft_lock(&reg_lock);
@@ -184,4 +191,5 @@ void registry_reset_in_child(struct weft_thread *self,
 		registry_remove(t);
 		drop(t);
 	}
+	peak = live; /* counters restart in a child */
 }

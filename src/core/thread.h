@@ -117,6 +117,9 @@ void registry_unlock_after_fork(void);
 void registry_reset_in_child(struct weft_thread *self,
 			     void (*drop)(struct weft_thread *));
 unsigned long registry_live_count(void);
+/* The most threads weft knew at once (created, main, adopted), counting
+   a joinable thread until it is joined. */
+unsigned long registry_peak_count(void);
 
 /* --- target.c: calls that act on a thread by its kernel tid --------- */
 struct weft_pin {

@@ -6,6 +6,7 @@ struct weft_tunables weft_tunables = {
 	.stack_cache_bytes = WEFT_STACK_CACHE_DEFAULT,
 	.stack_cache_count = WEFT_STACK_CACHE_COUNT_DEFAULT,
 	.stack_trim = WEFT_STACK_TRIM_DEFAULT,
+	.stats_top = WEFT_STATS_TOP_DEFAULT,
 };
 
 static const char *const trim_names[] = {"none", "dontneed", "free"};
@@ -45,6 +46,13 @@ static void parse_trim(const char *s)
 			weft_tunables.stack_trim = i;
 }
 
+/* Off when unset, empty or "0"; any other value turns it on, so that
+   WEFT_STATS=1, =yes and =on all do what they say. */
+static void parse_stats(const char *s)
+{
+	weft_tunables.stats = s && *s && strcmp(s, "0") != 0;
+}
+
 void tunables_init(void)
 {
 	long long v = tunables_parse_size(getenv("WEFT_STACK_CACHE"));
@@ -56,4 +64,8 @@ void tunables_init(void)
 		weft_tunables.stack_cache_count = (size_t)v;
 	parse_trim(getenv("WEFT_STACK_TRIM"));
 	weft_tunables.report_path = getenv("WEFT_REPORT");
+	parse_stats(getenv("WEFT_STATS"));
+	v = tunables_parse_size(getenv("WEFT_STATS_TOP"));
+	if (v >= 0)
+		weft_tunables.stats_top = (size_t)v;
 }

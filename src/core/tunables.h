@@ -25,11 +25,18 @@ struct weft_tunables {
 	int stack_trim;
 	/* WEFT_REPORT: file to which counters are appended at exit. */
 	const char *report_path;
+	/* WEFT_STATS: nonzero prints counters and lock contention to
+	   stderr at exit (stats.c). */
+	int stats;
+	/* WEFT_STATS_TOP: how many contended locks the report lists,
+	   most waited-for first; 0 lists them all. */
+	size_t stats_top;
 };
 
 #define WEFT_STACK_CACHE_DEFAULT (40UL << 20)
 #define WEFT_STACK_CACHE_COUNT_DEFAULT 1024UL
 #define WEFT_STACK_TRIM_DEFAULT WEFT_TRIM_DONTNEED
+#define WEFT_STATS_TOP_DEFAULT 10UL
 
 extern struct weft_tunables weft_tunables;
 void tunables_init(void);

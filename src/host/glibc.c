@@ -431,8 +431,7 @@ static void *probe_main(void *arg)
 			L.stackblock_size = o + 8;
 			break;
 		}
-	L.strerror_buf = scan_tcb(self, (uintptr_t)strerror(12345));
-	L.strsignal_buf = scan_tcb(self, (uintptr_t)strsignal(SIGRTMIN + 1));
+	/* Not strerror/strsignal here: see probe_string_buffers. */
 	/* The byte after report_events is user_stack (<= 2.41); this probe
 	   runs on a user-supplied stack, so it must read 1. */
 	L.user_stack = FIELD(self, L.report_events + 1, unsigned char) == 1
@@ -659,6 +658,33 @@ void host_call_tls_dtors(void)
 	G.call_tls_dtors();
 }
 
+/* Where the TCB keeps the buffers strerror and strsignal return for
+   unknown numbers.  Found by calling them and looking for the result,
+   but not in the start-up probe: both translate their message, which
+   takes gettext's lock, and start-up may run inside that lock (a
+   library constructor in bindtextdomain whose malloc, jemalloc's, calls
+   pthread_mutex_trylock: libgpg-error under redis-server), so a probe
+   thread waiting for it while its creator waits for the probe would
+   deadlock.  So the first weft thread to end finds them, on itself,
+   holding nothing.  Threads ending while it does so keep their buffers
+   (a few bytes, and only if they asked for an unknown number). */
+static int probe_string_buffers(char *self)
+{
+	static int state; /* 0 not probed, 1 probing, 2 done */
+	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+
+	if (s == 2)
+		return 1;
+	if (s != 0 || !__atomic_compare_exchange_n(&state, &s, 1, 0,
+						   __ATOMIC_ACQ_REL,
+						   __ATOMIC_ACQUIRE))
+		return 0;
+	L.strerror_buf = scan_tcb(self, (uintptr_t)strerror(12345));
+	L.strsignal_buf = scan_tcb(self, (uintptr_t)strsignal(SIGRTMIN + 1));
+	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+	return 1;
+}
+
 void host_libc_freeres(char *tcb)
 {
 	res_state rs;
@@ -671,8 +697,10 @@ void host_libc_freeres(char *tcb)
 	rs = __res_state();
 	if (rs->nscount != 0)
 		res_nclose(rs);
-	free_tcb_buffer(tcb, L.strerror_buf);
-	free_tcb_buffer(tcb, L.strsignal_buf);
+	if (tcb == tp() && probe_string_buffers(tcb)) {
+		free_tcb_buffer(tcb, L.strerror_buf);
+		free_tcb_buffer(tcb, L.strsignal_buf);
+	}
 }
 
 void host_tls_release(char *tcb)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "mutex.h"
 #include "../core/spin_policy.h"
+#include "../core/stats.h"
 
 /* Attempts to take a held lock by spinning before sleeping (musl's
    figure): a short critical section of a running holder is likely to
@@ -87,18 +88,16 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 	}
 }
 
-/* Takes the lock word; 0 or ETIMEDOUT / EINVAL.  `contended`: the
-   caller knows others may sleep on the word (a requeued condvar
-   waiter), so it takes the word as 2 straight away. */
-static int lock_word(struct wmutex *w, int self, clockid_t clock,
-		     const struct timespec *abstime, int contended)
+/* The lock word was taken when we looked: spin briefly, then sleep.
+   0 or ETIMEDOUT / EINVAL.  `contended`: others may sleep on the word
+   (a requeued condvar waiter), so no spinning, the word goes to 2. */
+static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
+			  const struct timespec *abstime, int contended)
 {
 	int priv = mutex_futex_flag(w);
 	long start = 0;
 
 	if (!contended) {
-		if (cas(&w->lock, 0, 1))
-			return 0;
 		int tries = spin_worthwhile() ? SPIN_TRIES : 0;
 		for (int i = 0; i < tries && !has_sleepers(w); i++) {
 			int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
@@ -125,6 +124,28 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 		if (r == -ETIMEDOUT || r == -EINVAL)
 			return (int)-r;
 	}
+}
+
+/* Takes the lock word; 0 or ETIMEDOUT / EINVAL.  `contended`: the
+   caller knows others may sleep on the word (a requeued condvar
+   waiter), so it takes the word as 2 straight away.  A first attempt
+   that fails is a contention: with WEFT_STATS on, its wait is timed
+   and recorded (src/core/stats.h); off, it costs the one test. */
+static int lock_word(struct wmutex *w, int self, clockid_t clock,
+		     const struct timespec *abstime, int contended)
+{
+	long t0;
+	int r;
+
+	if (contended ? __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0
+		      : cas(&w->lock, 0, 1))
+		return 0;
+	if (!stats_enabled())
+		return lock_word_wait(w, self, clock, abstime, contended);
+	t0 = stats_now();
+	r = lock_word_wait(w, self, clock, abstime, contended);
+	lockstat_record(w, LS_MUTEX, t0);
+	return r;
 }
 
 /* Hands the just-released mutex to the registered starving waiter

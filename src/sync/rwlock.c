@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "../arch/x86_64/syscall_arch.h"
+#include "../core/stats.h"
 #include "../host/glibc.h"
 #include "../kernel/futex.h"
 #include "../core/spin_policy.h"
@@ -240,6 +241,31 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 	return r;
 }
 
+/* With WEFT_STATS on: the same waits, timed and recorded as
+   contentions (src/core/stats.h).  Kept out of line so that the common
+   case carries no clock code. */
+__attribute__((noinline)) static int rd_slow_timed(struct weft_rwlock *l,
+						   clockid_t clock,
+						   const struct timespec *abstime)
+{
+	long t0 = stats_now();
+	int r = rd_slow(l, clock, abstime);
+
+	lockstat_record(l, LS_RWLOCK_RD, t0);
+	return r;
+}
+
+__attribute__((noinline)) static int wr_slow_timed(struct weft_rwlock *l,
+						   clockid_t clock,
+						   const struct timespec *abstime)
+{
+	long t0 = stats_now();
+	int r = wr_slow(l, clock, abstime);
+
+	lockstat_record(l, LS_RWLOCK_WR, t0);
+	return r;
+}
+
 /* Does the calling thread hold the write lock?  Asked only after a try
    failed: a thread that holds it always fails the try, so the answer
    (EDEADLK, glibc's) is the same as asking first, minus a load on the
@@ -265,6 +291,8 @@ int rwlock_rdlock(pthread_rwlock_t *rw, clockid_t clock,
 		return r;
 	if (held_by_self(l))
 		return EDEADLK;
+	if (stats_enabled())
+		return rd_slow_timed(l, clock, abstime);
 	return rd_slow(l, clock, abstime);
 }
 
@@ -285,6 +313,8 @@ int rwlock_wrlock(pthread_rwlock_t *rw, clockid_t clock,
 		return 0;
 	if (held_by_self(l))
 		return EDEADLK;
+	if (stats_enabled())
+		return wr_slow_timed(l, clock, abstime);
 	return wr_slow(l, clock, abstime);
 }
 

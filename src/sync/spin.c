@@ -21,6 +21,7 @@
 #include <errno.h>
 
 #include "../arch/x86_64/syscall_arch.h"
+#include "../core/stats.h"
 #include "../kernel/syscall.h"
 #include "spin.h"
 
@@ -40,7 +41,7 @@ void spin_init(pthread_spinlock_t *l)
 	__atomic_store_n(l, SPIN_FREE, __ATOMIC_RELEASE);
 }
 
-int spin_lock(pthread_spinlock_t *l)
+static void spin_wait(pthread_spinlock_t *l)
 {
 	unsigned n = 0;
 
@@ -53,6 +54,23 @@ int spin_lock(pthread_spinlock_t *l)
 			}
 		}
 	}
+}
+
+/* A first attempt that fails is a contention: timed and recorded with
+   WEFT_STATS on (src/core/stats.h). */
+int spin_lock(pthread_spinlock_t *l)
+{
+	long t0;
+
+	if (__builtin_expect(try_take(l), 1))
+		return 0;
+	if (!stats_enabled()) {
+		spin_wait(l);
+		return 0;
+	}
+	t0 = stats_now();
+	spin_wait(l);
+	lockstat_record(l, LS_SPIN, t0);
 	return 0;
 }
 
