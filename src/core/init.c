@@ -8,6 +8,7 @@
 
 #include "../host/glibc.h"
 #include "../kernel/futex.h"
+#include "cancel.h"
 #include "thread.h"
 #include "tunables.h"
 
@@ -44,6 +45,7 @@ static void init_once(void)
 	} else {
 		weft_self(); /* adopt the main thread */
 		fork_init();
+		cancel_init();
 	}
 	if (weft_tunables.report_path)
 		atexit(write_report);
