@@ -32,8 +32,9 @@ $(B)/obj/%.o: %.c $(LIB_HDRS) Makefile
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 # Waits that are cancellation points unwind through a cleanup handler
-# (src/sync/cancel_point.h), which needs exception tables.
-$(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o: LIB_CFLAGS += -fexceptions
+# (__attribute__((cleanup)) run by the forced unwind, docs/cancel.md),
+# which needs exception tables.
+$(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o $(B)/obj/src/sync/sem.o: LIB_CFLAGS += -fexceptions
 
 $(B)/obj/%.o: %.S Makefile
 	@mkdir -p $(dir $@)
