@@ -66,6 +66,7 @@ TEST_CXX  := $(wildcard tests/t_*.cpp)
 TEST_NAMES := $(notdir $(basename $(TEST_C) $(TEST_CXX)))
 TEST_LIBS := $(B)/tests/libtlsmod.so $(B)/tests/libietls.so
 TEST_BINS := $(foreach n,$(TEST_NAMES),$(B)/tests/linked/$(n) $(B)/tests/preload/$(n))
+.SECONDEXPANSION:
 TEST_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iinclude -Itests -pthread
 LINK_WEFT := -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,$(abspath $(B))
 
@@ -75,12 +76,19 @@ $(B)/tests/linked/%: tests/%.c tests/harness.h $(B)/libweft.so
 $(B)/tests/preload/%: tests/%.c tests/harness.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(TEST_CFLAGS) -o $@ $< -ldl
-$(B)/tests/linked/%: tests/%.cpp tests/harness.h $(B)/libweft.so
+$(B)/tests/linked/%: tests/%.cpp tests/harness.h $$(TEST_PARTS_$$*) $(B)/libweft.so
 	@mkdir -p $(dir $@)
-	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(LINK_WEFT) -ldl
-$(B)/tests/preload/%: tests/%.cpp tests/harness.h
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(TEST_PARTS_$*) $(LINK_WEFT) -ldl
+$(B)/tests/preload/%: tests/%.cpp tests/harness.h $$(TEST_PARTS_$$*)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< -ldl
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(TEST_PARTS_$*) -ldl
+# Multi-file tests: a C++ test t_NAME.cpp also links the C objects listed
+# in TEST_PARTS_t_NAME (tests/parts/*.c), each with its own flags.
+TEST_PARTS_t_cancel_mixed := $(B)/tests/parts/cm_plain.o $(B)/tests/parts/cm_exc.o
+$(B)/tests/parts/cm_exc.o: PART_CFLAGS := -fexceptions
+$(B)/tests/parts/%.o: tests/parts/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(PART_CFLAGS) -c $< -o $@
 $(B)/tests/lib%.so: tests/lib%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
