@@ -19,7 +19,8 @@ LIB_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-omit-frame-pointer -D_GNU_SOURCE -Iinclude -DWEFT_VERSION_STR='"$(VERSION)"'
 
 B := build
-LIB_SRCS := $(wildcard src/kernel/*.c src/core/*.c src/sync/*.c src/host/*.c src/abi/*.c)
+LIB_SRCS := $(wildcard src/kernel/*.c src/core/*.c src/sync/*.c src/host/*.c src/abi/*.c \
+	src/abi/cancel_points/*.c)
 LIB_ASMS := $(wildcard src/arch/x86_64/*.S)
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS)) \
 	    $(patsubst %.S,$(B)/obj/%.o,$(LIB_ASMS))
