@@ -2,10 +2,12 @@
 // One thread's stack, outermost first:
 //   C++ (this file)        pthread_cleanup_push (C++ class form), a
 //                          local object with a destructor
+//   plain C                pthread_cleanup_push (setjmp form)
+//   (parts/cm_plain.c)
 //   C with -fexceptions    pthread_cleanup_push (cleanup-attribute form),
 //   (parts/cm_exc.c)       an __attribute__((cleanup)) variable
-//   plain C                pthread_cleanup_push (setjmp form), and a
-//   (parts/cm_plain.c)     legacy _pthread_cleanup_push buffer
+//   plain C                a legacy _pthread_cleanup_push buffer
+//   (parts/cm_plain.c)
 //   innermost              blocked in sem_wait (weft's point), in read
 //                          (libc's point), or calling pthread_exit
 // Every handler runs once, innermost first.  Then:
@@ -32,7 +34,7 @@ extern "C" void rec(const char *what)
 	pthread_mutex_unlock(&rec_lock);
 }
 
-extern "C" void cm_exc_layer(void (*inner)(void));
+extern "C" void cm_plain_layer(void (*inner)(void));
 
 static sem_t never, ready;
 static int pipefd[2];
@@ -77,14 +79,14 @@ static void *mixed(void *arg)
 	pthread_cleanup_push(handler, (void *)"cxx-push");
 	{
 		Dtor d{"cxx-dtor"};
-		cm_exc_layer(inner);
+		cm_plain_layer(inner);
 	}
 	pthread_cleanup_pop(0);
 	return NULL;
 }
 
 static const char *expected =
-	"legacy,plain-push,exc-attr,exc-push,cxx-dtor,cxx-push";
+	"legacy,exc-attr,exc-push,plain-push,cxx-dtor,cxx-push";
 
 static void run_mixed(const char *name, void (*inner)(void), int cancel,
 		      void *want)

@@ -4,7 +4,7 @@
 #include <pthread.h>
 
 void rec(const char *what);
-void cm_plain_layer(void (*inner)(void));
+void cm_legacy_layer(void (*inner)(void));
 
 static void handler(void *what)
 {
@@ -21,7 +21,7 @@ __attribute__((noinline)) void cm_exc_layer(void (*inner)(void))
 	pthread_cleanup_push(handler, "exc-push");
 	{
 		const char *v __attribute__((cleanup(attr_cleanup))) = "exc-attr";
-		cm_plain_layer(inner);
+		cm_legacy_layer(inner);
 		(void)v;
 	}
 	pthread_cleanup_pop(0);

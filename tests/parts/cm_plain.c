@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 void rec(const char *what);
+void cm_exc_layer(void (*inner)(void));
 extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *,
 				  void (*)(void *), void *);
 extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *, int);
@@ -14,7 +15,10 @@ static void handler(void *what)
 	rec(what);
 }
 
-__attribute__((noinline)) static void legacy_layer(void (*inner)(void))
+/* The innermost layer: between it and the next setjmp-form buffer
+   (cm_plain_layer) lie -fexceptions frames, so only the unwinder's stop
+   function can run it in the right place. */
+__attribute__((noinline)) void cm_legacy_layer(void (*inner)(void))
 {
 	struct _pthread_cleanup_buffer b;
 
@@ -26,6 +30,6 @@ __attribute__((noinline)) static void legacy_layer(void (*inner)(void))
 __attribute__((noinline)) void cm_plain_layer(void (*inner)(void))
 {
 	pthread_cleanup_push(handler, "plain-push");
-	legacy_layer(inner);
+	cm_exc_layer(inner);
 	pthread_cleanup_pop(0);
 }
