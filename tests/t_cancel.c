@@ -208,6 +208,28 @@ static void *testcancel_acts(void *arg)
 	return NULL;
 }
 
+/* --- a request pending when the start routine returns ------------------
+   The thread's exit steps (key destructors) may reach cancellation
+   points; with no cleanup buffer left, they must not act. */
+static pthread_key_t key;
+static volatile int dtor_ran;
+
+static void key_dtor(void *v)
+{
+	(void)v;
+	pthread_testcancel();
+	usleep(1);
+	dtor_ran = 1;
+}
+
+static void *returns_with_request(void *arg)
+{
+	(void)arg;
+	pthread_setspecific(key, (void *)1);
+	pthread_cancel(pthread_self()); /* deferred: pending */
+	return (void *)5;
+}
+
 /* --- two waiters, one cancelled, one signal ----------------------------- */
 static int woken;
 static volatile int waiting;
@@ -264,6 +286,13 @@ int main(void)
 	CHECK_EQ(pthread_join(th, &res), 0);
 	CHECK(res == PTHREAD_CANCELED, "testcancel: %p", res);
 	CHECK_EQ(handler_ran, 1);
+
+	CHECK_EQ(pthread_key_create(&key, key_dtor), 0);
+	CHECK_EQ(pthread_create(&th, NULL, returns_with_request, NULL), 0);
+	CHECK_EQ(pthread_join(th, &res), 0);
+	CHECK(res == (void *)5, "returned with a request pending: join gave %p",
+	      res);
+	CHECK_EQ(dtor_ran, 1);
 
 	handler_ran = 0;
 	CHECK_EQ(pthread_create(&th, NULL, busy, NULL), 0);

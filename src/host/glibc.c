@@ -688,6 +688,12 @@ __attribute__((noinline)) void *host_run_thread(void *(*fn)(void *), void *arg)
 	cancel_register(&ub);
 	ret = fn(arg);
 	cancel_unregister(&ub);
+	/* With no buffer left to unwind to, a cancellation must not act in
+	   the thread's exit steps (key destructors may call cancellation
+	   points).  DISABLED rather than EXITING, which would take the
+	   thread out of set*id broadcasts too early (host_thread_unlist). */
+	__atomic_fetch_or(host_cancel_word(tp()), HOST_CANCEL_DISABLED,
+			  __ATOMIC_ACQ_REL);
 	return ret;
 }
 
