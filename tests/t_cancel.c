@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <unistd.h>
 #include "harness.h"
+#include "child.h"
 
 /* Waits (at most 5 s) until the thread is asleep in the kernel. */
 static int wait_asleep(pid_t tid)
@@ -230,6 +231,61 @@ static void *returns_with_request(void *arg)
 	return (void *)5;
 }
 
+/* --- cancelling the main thread (in a child process) -------------------
+   Its handler runs, then weft's key destructor (glibc's start-up frame
+   ends the main thread), and another thread can join it. */
+static int main_out;
+static pthread_t main_th;
+static pthread_key_t main_key;
+
+static void say(const char *s)
+{
+	write(main_out, s, strlen(s));
+}
+
+static void main_handler(void *arg)
+{
+	(void)arg;
+	say("handler,");
+}
+
+static void main_key_dtor(void *v)
+{
+	(void)v;
+	say("key,");
+}
+
+static void *main_canceller(void *arg)
+{
+	void *res = NULL;
+
+	(void)arg;
+	pthread_cancel(main_th);
+	if (pthread_join(main_th, &res) == 0 && res == PTHREAD_CANCELED)
+		say("joined-canceled");
+	return NULL;
+}
+
+static int cancel_main_child(int wfd, void *arg)
+{
+	pthread_t th;
+	int p[2];
+	char c;
+
+	(void)arg;
+	main_out = wfd;
+	main_th = pthread_self();
+	if (pipe(p) != 0 || pthread_key_create(&main_key, main_key_dtor) != 0)
+		return 3;
+	pthread_setspecific(main_key, (void *)1);
+	pthread_cleanup_push(main_handler, NULL);
+	if (pthread_create(&th, NULL, main_canceller, NULL) != 0)
+		return 4;
+	read(p[0], &c, 1); /* never returns: cancelled */
+	pthread_cleanup_pop(0);
+	return 5;
+}
+
 /* --- two waiters, one cancelled, one signal ----------------------------- */
 static int woken;
 static volatile int waiting;
@@ -307,6 +363,18 @@ int main(void)
 		one_case(COND, pf);
 		one_case(JOIN, pf);
 		one_case(SEM, pf);
+	}
+
+	{
+		struct child_result cr;
+
+		REQUIRE(run_child(cancel_main_child, NULL, 10000, &cr) == 0,
+			"fork");
+		CHECK(!cr.timed_out && WIFEXITED(cr.status) &&
+			      WEXITSTATUS(cr.status) == 0,
+		      "cancelled main: status %#x", cr.status);
+		CHECK(strcmp(cr.out, "handler,key,joined-canceled") == 0,
+		      "cancelled main: %s", cr.out);
 	}
 
 	/* Cancel one waiter and signal at once: the other must wake. */

@@ -8,8 +8,10 @@
 //   (parts/cm_exc.c)       an __attribute__((cleanup)) variable
 //   plain C                a legacy _pthread_cleanup_push buffer
 //   (parts/cm_plain.c)
-//   innermost              blocked in sem_wait (weft's point), in read
-//                          (libc's point), or calling pthread_exit
+//   innermost              blocked in sem_wait or read (weft's points), in
+//                          fgets (libc's internal point; also with the
+//                          request pending before: glibc's own unwinder),
+//                          or calling pthread_exit
 // Every handler runs once, innermost first.  Then:
 //   - catch (...) that rethrows: handlers outside it still run, and the
 //     join gives PTHREAD_CANCELED;
@@ -53,6 +55,31 @@ static void inner_read(void)
 	sem_post(&ready);
 	if (read(pipefd[0], &c, 1) >= 0)
 		rec("read returned");
+}
+
+/* stdio reads through libc's internal __read, glibc's own cancellation
+   point: blocked in it, weft's SIGCANCEL handler acts (libc set the
+   asynchronous type); with the request pending before, glibc's own
+   __do_cancel and unwinder act, on the chains weft shares. */
+static FILE *pipe_in;
+
+static void inner_fgets(void)
+{
+	char line[8];
+
+	sem_post(&ready);
+	if (fgets(line, sizeof line, pipe_in))
+		rec("fgets returned");
+}
+
+static void inner_fgets_pending(void)
+{
+	char line[8];
+
+	pthread_cancel(pthread_self());
+	sem_post(&ready);
+	if (fgets(line, sizeof line, pipe_in))
+		rec("fgets returned");
 }
 
 static void inner_exit(void)
@@ -164,6 +191,10 @@ int main()
 	run_mixed("cancel in sem_wait", inner_sem, 1, PTHREAD_CANCELED);
 	run_mixed("cancel in read", inner_read, 1, PTHREAD_CANCELED);
 	run_mixed("pthread_exit", inner_exit, 0, (void *)7);
+	REQUIRE((pipe_in = fdopen(pipefd[0], "r")) != NULL, "fdopen");
+	run_mixed("cancel in fgets", inner_fgets, 1, PTHREAD_CANCELED);
+	run_mixed("pending before fgets", inner_fgets_pending, 0,
+		  PTHREAD_CANCELED);
 
 	trail.clear();
 	CHECK_EQ(pthread_create(&th, NULL, rethrower, NULL), 0);
