@@ -91,6 +91,35 @@ static void op_sigwait(void)
 	sigwait(&s, &sig);
 }
 
+extern ssize_t __read_chk(int, void *, size_t, size_t);
+static void op_read_chk(void) { char c; __read_chk(rpipe[0], &c, 1, 1); }
+static void op_ppoll(void)
+{
+	struct pollfd p = {rpipe[0], POLLIN, 0};
+	ppoll(&p, 1, NULL, NULL);
+}
+static void op_pselect(void)
+{
+	fd_set r;
+	FD_ZERO(&r);
+	FD_SET(rpipe[0], &r);
+	pselect(rpipe[0] + 1, &r, NULL, NULL, NULL, NULL);
+}
+static void op_recvmmsg(void)
+{
+	char c;
+	struct iovec v = {&c, 1};
+	struct mmsghdr m = {.msg_hdr = {.msg_iov = &v, .msg_iovlen = 1}};
+	recvmmsg(rpipe[0], &m, 1, 0, NULL);
+}
+static void op_sigwaitinfo(void)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR2);
+	sigwaitinfo(&s, NULL);
+}
+
 static const struct {
 	const char *name;
 	void (*op)(void);
@@ -102,6 +131,9 @@ static const struct {
 	{"select", op_select},	     {"epoll_wait", op_epoll},
 	{"accept", op_accept},	     {"recv", op_recv},
 	{"waitpid", op_waitpid},     {"sigwait", op_sigwait},
+	{"__read_chk", op_read_chk}, {"ppoll", op_ppoll},
+	{"pselect", op_pselect},     {"recvmmsg", op_recvmmsg},
+	{"sigwaitinfo", op_sigwaitinfo},
 };
 
 struct job {
@@ -254,6 +286,11 @@ int main(void)
 	REQUIRE_SERVED(recv);
 	REQUIRE_SERVED(waitpid);
 	REQUIRE_SERVED(sigwait);
+	REQUIRE_SERVED(__read_chk);
+	REQUIRE_SERVED(ppoll);
+	REQUIRE_SERVED(pselect);
+	REQUIRE_SERVED(recvmmsg);
+	REQUIRE_SERVED(sigwaitinfo);
 	REQUIRE_SERVED(pthread_cancel);
 
 	/* SIGUSR2 stays blocked everywhere (sigwait waits for it). */
