@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <semaphore.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "harness.h"
 #include "child.h"
@@ -238,9 +239,10 @@ static int main_out;
 static pthread_t main_th;
 static pthread_key_t main_key;
 
+/* Not a cancellation point (write is one). */
 static void say(const char *s)
 {
-	write(main_out, s, strlen(s));
+	syscall(SYS_write, main_out, s, strlen(s));
 }
 
 static void main_handler(void *arg)
@@ -282,6 +284,26 @@ static int cancel_main_child(int wfd, void *arg)
 	if (pthread_create(&th, NULL, main_canceller, NULL) != 0)
 		return 4;
 	read(p[0], &c, 1); /* never returns: cancelled */
+	pthread_cleanup_pop(0);
+	return 5;
+}
+
+/* A process with one thread (a fork child) cancelling itself: the
+   request acts at the next point (weft's single-thread path). */
+static int alone_child(int wfd, void *arg)
+{
+	int p[2];
+	char c = 'x';
+
+	(void)arg;
+	main_out = wfd;
+	if (pipe(p) != 0 || write(p[1], &c, 1) != 1)
+		return 3;
+	pthread_cleanup_push(main_handler, NULL);
+	pthread_cancel(pthread_self());
+	say("asked,");
+	read(p[0], &c, 1); /* data there, but the request came first */
+	say("read returned");
 	pthread_cleanup_pop(0);
 	return 5;
 }
@@ -375,6 +397,17 @@ int main(void)
 		      "cancelled main: status %#x", cr.status);
 		CHECK(strcmp(cr.out, "handler,key,joined-canceled") == 0,
 		      "cancelled main: %s", cr.out);
+	}
+
+	{
+		struct child_result cr;
+
+		REQUIRE(run_child(alone_child, NULL, 10000, &cr) == 0, "fork");
+		CHECK(!cr.timed_out && WIFEXITED(cr.status) &&
+			      WEXITSTATUS(cr.status) == 0,
+		      "single-threaded self-cancel: status %#x", cr.status);
+		CHECK(strcmp(cr.out, "asked,handler,") == 0,
+		      "single-threaded self-cancel: %s", cr.out);
 	}
 
 	/* Cancel one waiter and signal at once: the other must wake. */

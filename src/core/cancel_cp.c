@@ -19,10 +19,21 @@ long weft_syscall_cp(long nr, long a1, long a2, long a3, long a4, long a5,
 		     long a6)
 {
 	int *w = cancel_self_word();
-	int outer = weft_in_cp; /* a handler may nest a point in a point */
-	int old;
+	int outer, old;
 	long r;
 
+	/* Alone in the process: no other thread can ask for a cancellation
+	   during the call, so no signal is needed and no marks either; one
+	   made before (by the thread itself) is seen by the assembly check.
+	   This keeps single-threaded programs at glibc's cost. */
+	if (__atomic_load_n(host_nthreads_word, __ATOMIC_RELAXED) <= 1) {
+		r = weft_syscall_cp_asm(w, nr, a1, a2, a3, a4, a5, a6);
+		if (r == -EINTR && nr != SYS_close &&
+		    cancel_due(__atomic_load_n(w, __ATOMIC_ACQUIRE)))
+			cancel_act();
+		return r;
+	}
+	outer = weft_in_cp; /* a handler may nest a point in a point */
 	weft_in_cp = 1;
 	old = __atomic_fetch_or(w, HOST_CANCEL_ASYNC, __ATOMIC_ACQ_REL);
 	r = weft_syscall_cp_asm(w, nr, a1, a2, a3, a4, a5, a6);

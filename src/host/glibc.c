@@ -557,6 +557,7 @@ int host_init(void)
 	    L.robust_head == 0 || L.res >= L.tcb_size ||
 	    L.cleanup_jmp_buf == NOT_FOUND || L.cleanup == NOT_FOUND)
 		return fail("glibc's thread descriptor did not match the probe");
+	host_nthreads_word = G.nptl_nthreads;
 	host_cancel_off = L.cancelhandling;
 	host_cleanup_jmp_buf_off = L.cleanup_jmp_buf;
 	host_cleanup_off = L.cleanup;
@@ -746,6 +747,8 @@ int host_malloc_state_take(char *tcb, uintptr_t *words)
 	}
 	return any;
 }
+
+unsigned int *host_nthreads_word;
 
 int host_nthreads_add(int delta)
 {

@@ -114,6 +114,8 @@ void host_thread_unlist(char *tcb);
 
 /* glibc's live-thread count (G4); returns the new value. */
 int host_nthreads_add(int delta);
+/* The count itself (__nptl_nthreads), for a cheap "am I alone?". */
+extern unsigned int *host_nthreads_word;
 
 /* In a fork child, for the surviving thread: leave glibc's thread list
    (glibc's fork put the thread there, P2). */
