@@ -125,7 +125,6 @@ static void resolve_real(void)
 	REAL(pthread_getattr_np, "GLIBC_2.32");
 	REAL(pthread_kill, "GLIBC_2.34");
 	REAL(pthread_sigqueue, "GLIBC_2.34");
-	REAL(pthread_cancel, "GLIBC_2.34");
 	REAL(pthread_setschedparam, "GLIBC_2.2.5");
 	REAL(pthread_getschedparam, "GLIBC_2.2.5");
 	REAL(pthread_setschedprio, "GLIBC_2.3.4");

@@ -33,7 +33,6 @@ struct host_real {
 	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
 	int (*pthread_kill)(pthread_t, int);
 	int (*pthread_sigqueue)(pthread_t, int, const union sigval);
-	int (*pthread_cancel)(pthread_t);
 	int (*pthread_setschedparam)(pthread_t, int, const struct sched_param *);
 	int (*pthread_getschedparam)(pthread_t, int *, struct sched_param *);
 	int (*pthread_setschedprio)(pthread_t, int);
