@@ -13,28 +13,28 @@
 
 #include "syscall.h"
 
-/* arch/x86_64/syscall_cp.S: the instructions between the check of
-   *word and the syscall instruction are where SIGCANCEL may redirect
-   the thread to the cancel path. */
-long weft_syscall_cp_asm(int *word, long nr, long a1, long a2, long a3,
-			 long a4, long a5, long a6);
+/* arch/x86_64/syscall_cp.S: the instructions between the check of the
+   thread's cancellation word and the syscall instruction are where
+   SIGCANCEL may redirect the thread to the cancel path. */
+long weft_syscall_cp_asm(long a1, long a2, long a3, long a4, long a5,
+			 long a6, long nr);
 
-/* core/cancel_cp.c */
-long weft_syscall_cp(long nr, long a1, long a2, long a3, long a4, long a5,
-		     long a6);
+/* core/cancel_cp.c (same argument order: nr last, the rest in place) */
+long weft_syscall_cp(long a1, long a2, long a3, long a4, long a5, long a6,
+		     long nr);
 
-#define sys_cp0(n) weft_syscall_cp(n, 0, 0, 0, 0, 0, 0)
-#define sys_cp1(n, a) weft_syscall_cp(n, (long)(a), 0, 0, 0, 0, 0)
-#define sys_cp2(n, a, b) weft_syscall_cp(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define sys_cp0(n) weft_syscall_cp(0, 0, 0, 0, 0, 0, n)
+#define sys_cp1(n, a) weft_syscall_cp((long)(a), 0, 0, 0, 0, 0, n)
+#define sys_cp2(n, a, b) weft_syscall_cp((long)(a), (long)(b), 0, 0, 0, 0, n)
 #define sys_cp3(n, a, b, c)                                                    \
-	weft_syscall_cp(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+	weft_syscall_cp((long)(a), (long)(b), (long)(c), 0, 0, 0, n)
 #define sys_cp4(n, a, b, c, d)                                                 \
-	weft_syscall_cp(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+	weft_syscall_cp((long)(a), (long)(b), (long)(c), (long)(d), 0, 0, n)
 #define sys_cp5(n, a, b, c, d, e)                                              \
-	weft_syscall_cp(n, (long)(a), (long)(b), (long)(c), (long)(d),         \
-			(long)(e), 0)
+	weft_syscall_cp((long)(a), (long)(b), (long)(c), (long)(d), (long)(e), \
+			0, n)
 #define sys_cp6(n, a, b, c, d, e, f)                                           \
-	weft_syscall_cp(n, (long)(a), (long)(b), (long)(c), (long)(d),         \
-			(long)(e), (long)(f))
+	weft_syscall_cp((long)(a), (long)(b), (long)(c), (long)(d), (long)(e), \
+			(long)(f), n)
 
 #endif

@@ -1,8 +1,8 @@
 /* The cancellable system call and the SIGCANCEL restorer
  * (docs/cancel.md).  Neither has CFI, on purpose:
  *
- * long weft_syscall_cp_asm(int *word, long nr, long a1, long a2, long a3,
- *                          long a4, long a5, long a6);
+ * long weft_syscall_cp_asm(long a1, long a2, long a3, long a4, long a5,
+ *                          long a6, long nr);
  *
  *   Between weft_cp_begin and weft_cp_end the thread has not yet entered
  *   the system call (or the kernel will restart it), so a cancellation
@@ -10,10 +10,11 @@
  *   interrupted thread from there to weft_cp_cancel.  Nothing is pushed,
  *   so at weft_cp_cancel the stack is exactly as on entry and the jump
  *   to weft_cp_act is a tail call: the unwinder sees weft_cp_act called
- *   from weft_syscall_cp's caller, and needs no unwind data for this code.
+ *   from weft_syscall_cp_asm's caller, and needs no unwind data here.
  *
- *   SysV in: rdi word, rsi nr, rdx a1, rcx a2, r8 a3, r9 a4, 8(%rsp) a5,
- *   16(%rsp) a6.  Kernel in: rax nr, rdi, rsi, rdx, r10, r8, r9.
+ *   The argument order puts a1..a6 where the kernel wants them (but a4:
+ *   rcx -> r10) and nr on the stack.  The cancellation word is found
+ *   like glibc finds it: thread pointer + host_cancel_off.
  */
 	.text
 	.globl	weft_syscall_cp_asm
@@ -22,14 +23,10 @@
 	.globl	weft_cp_begin, weft_cp_end, weft_cp_cancel
 	.hidden	weft_cp_begin, weft_cp_end, weft_cp_cancel
 weft_syscall_cp_asm:
-	movq	%rdi, %r11		/* the cancellation word */
-	movq	%rsi, %rax
-	movq	%rdx, %rdi
-	movq	%rcx, %rsi
-	movq	%r8, %rdx
-	movq	%r9, %r10
-	movq	8(%rsp), %r8
-	movq	16(%rsp), %r9
+	movq	%rcx, %r10
+	movq	8(%rsp), %rax		/* nr */
+	movq	%fs:0, %r11
+	addq	host_cancel_off(%rip), %r11 /* the cancellation word */
 weft_cp_begin:
 	/* A request already recorded (and enabled, not exiting) acts here,
 	   before the call can have any effect. */
