@@ -45,9 +45,11 @@ $(B)/obj/%.o: %.S Makefile
 # caller and run its cleanup (src/sync/once.c).
 $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexceptions
 
+# libgcc_s: _Unwind_ForcedUnwind for pthread_exit and cancellation
+# (src/core/unwind.c).
 $(B)/libweft.so: $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
-		-o $@ $(LIB_OBJS) -lc
+		-o $@ $(LIB_OBJS) -lgcc_s -lc
 	ln -sf libweft.so $(B)/$(SONAME)
 
 $(B)/libweft.a: $(LIB_OBJS)
