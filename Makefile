@@ -20,7 +20,8 @@ LIB_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-omit-frame-pointer -D_GNU_SOURCE -Iinclude -DWEFT_VERSION_STR='"$(VERSION)"'
 
 B := build
-LIB_SRCS := $(wildcard src/kernel/*.c src/core/*.c src/sync/*.c src/host/*.c src/abi/*.c)
+LIB_SRCS := $(wildcard src/kernel/*.c src/core/*.c src/sync/*.c src/host/*.c src/abi/*.c \
+	src/abi/cancel_points/*.c)
 LIB_ASMS := $(wildcard src/arch/x86_64/*.S)
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS)) \
 	    $(patsubst %.S,$(B)/obj/%.o,$(LIB_ASMS))
@@ -33,8 +34,9 @@ $(B)/obj/%.o: %.c $(LIB_HDRS) Makefile
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 # Waits that are cancellation points unwind through a cleanup handler
-# (src/sync/cancel_point.h), which needs exception tables.
-$(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o: LIB_CFLAGS += -fexceptions
+# (__attribute__((cleanup)) run by the forced unwind, docs/cancel.md),
+# which needs exception tables.
+$(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o $(B)/obj/src/sync/sem.o: LIB_CFLAGS += -fexceptions
 
 $(B)/obj/%.o: %.S Makefile
 	@mkdir -p $(dir $@)
@@ -44,9 +46,11 @@ $(B)/obj/%.o: %.S Makefile
 # caller and run its cleanup (src/sync/once.c).
 $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexceptions
 
+# libgcc_s: _Unwind_ForcedUnwind for pthread_exit and cancellation
+# (src/core/unwind.c).
 $(B)/libweft.so: $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
-		-o $@ $(LIB_OBJS) -lc
+		-o $@ $(LIB_OBJS) -lgcc_s -lc
 	ln -sf libweft.so $(B)/$(SONAME)
 
 $(B)/libweft.a: $(LIB_OBJS)
@@ -66,6 +70,7 @@ TEST_CXX  := $(wildcard tests/t_*.cpp)
 TEST_NAMES := $(notdir $(basename $(TEST_C) $(TEST_CXX)))
 TEST_LIBS := $(B)/tests/libtlsmod.so $(B)/tests/libietls.so
 TEST_BINS := $(foreach n,$(TEST_NAMES),$(B)/tests/linked/$(n) $(B)/tests/preload/$(n))
+.SECONDEXPANSION:
 TEST_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iinclude -Itests -pthread
 LINK_WEFT := -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,$(abspath $(B))
 
@@ -75,12 +80,19 @@ $(B)/tests/linked/%: tests/%.c tests/harness.h $(B)/libweft.so
 $(B)/tests/preload/%: tests/%.c tests/harness.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(TEST_CFLAGS) -o $@ $< -ldl
-$(B)/tests/linked/%: tests/%.cpp tests/harness.h $(B)/libweft.so
+$(B)/tests/linked/%: tests/%.cpp tests/harness.h $$(TEST_PARTS_$$*) $(B)/libweft.so
 	@mkdir -p $(dir $@)
-	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(LINK_WEFT) -ldl
-$(B)/tests/preload/%: tests/%.cpp tests/harness.h
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(TEST_PARTS_$*) $(LINK_WEFT) -ldl
+$(B)/tests/preload/%: tests/%.cpp tests/harness.h $$(TEST_PARTS_$$*)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< -ldl
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(TEST_PARTS_$*) -ldl
+# Multi-file tests: a C++ test t_NAME.cpp also links the C objects listed
+# in TEST_PARTS_t_NAME (tests/parts/*.c), each with its own flags.
+TEST_PARTS_t_cancel_mixed := $(B)/tests/parts/cm_plain.o $(B)/tests/parts/cm_exc.o
+$(B)/tests/parts/cm_exc.o: PART_CFLAGS := -fexceptions
+$(B)/tests/parts/%.o: tests/parts/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(PART_CFLAGS) -c $< -o $@
 $(B)/tests/lib%.so: tests/lib%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<

@@ -56,7 +56,7 @@ static inline int run_child(int (*scenario)(int wfd, void *arg), void *arg,
 	close(p[1]);
 	for (;;) {
 		double left = deadline - child_now();
-		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		struct pollfd pf = {p[0], POLLIN, 0};
 		int n;
 
 		if (left <= 0) {

@@ -1,5 +1,6 @@
 /* Calls that act on another thread named by a pthread_t: signals,
-   scheduling, affinity, names, CPU clocks, cancellation, attributes.
+   scheduling, affinity, names, CPU clocks, attributes (cancellation is
+   in pthread_cancel.c).
 
    weft's handles are not glibc's (see core/registry.c), so each call is
    routed (route() below):
@@ -331,26 +332,6 @@ WEFT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 	*clock = (clockid_t)((~(unsigned)tid << 3) | CPUCLOCK_PERTHREAD |
 			     CPUCLOCK_SCHED);
 	return 0;
-}
-
-WEFT_EXPORT int pthread_cancel(pthread_t th)
-{
-	struct target x;
-	int err;
-
-	if (!weft_serving())
-		return host_real.pthread_cancel(th);
-	x = target_of(th);
-	if (x.err)
-		return x.err;
-	err = host_real.pthread_cancel(x.glibc);
-	/* glibc signals an asynchronously cancellable target; if the target
-	   has just ended, the signal finds no thread.  glibc itself answers
-	   0 then (its own exit path raises a flag weft's does not), and so
-	   does weft: the handle is valid, the thread's outcome is settled. */
-	if (err == ESRCH && x.t)
-		return 0;
-	return err;
 }
 
 /* --- pthread_getattr_np ------------------------------------------------ */

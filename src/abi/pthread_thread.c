@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "../core/cancel.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
@@ -14,25 +15,16 @@ WEFT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	return thread_create(th, attr, start, arg);
 }
 
+/* Unwinds the thread (docs/cancel.md), running cleanup handlers and
+   C++ destructors, to its bottom buffer: weft's in host_run_thread,
+   glibc's for the main thread (whose start-up frame then keeps the
+   process alive while other threads run) and glibc-made threads. */
 WEFT_EXPORT void pthread_exit(void *value)
 {
-	struct weft_thread *self;
-
-	if (weft_serving()) {
-		self = weft_self();
-		/* The main thread ends through glibc's own start-up frame,
-		   which keeps the process alive while other threads run
-		   (they are counted in __nptl_nthreads). */
-		if (self->origin == WEFT_ORIGIN_MAIN) {
-			self->result = value;
-			/* glibc's main-thread path knows only glibc's keys.
-			   (These run before the cleanup handlers here.) */
-			tsd_run_destructors(self);
-		}
-	}
-	/* glibc's engine runs the cleanup handlers and C++ destructors by
-	   unwinding to the thread's bottom frame (host_run_thread). */
-	host_real.pthread_exit(value);
+	if (!weft_serving())
+		host_real.pthread_exit(value);
+	weft_self(); /* the main thread's keys need its descriptor */
+	cancel_exit(value);
 }
 
 /* Common part of the join family. */

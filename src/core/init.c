@@ -8,6 +8,7 @@
 
 #include "../host/glibc.h"
 #include "../kernel/futex.h"
+#include "cancel.h"
 #include "stats.h"
 #include "thread.h"
 #include "tunables.h"
@@ -45,6 +46,7 @@ static void init_once(void)
 	} else {
 		weft_self(); /* adopt the main thread */
 		fork_init();
+		cancel_init();
 	}
 	if (weft_tunables.report_path)
 		atexit(write_report);

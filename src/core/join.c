@@ -3,14 +3,13 @@
    (CLONE_CHILD_CLEARTID); the wake is a shared one, so the wait is too.
 
    pthread_join and its timed variants are cancellation points: the
-   sleep runs with asynchronous cancellation (../sync/cancel_point.h), and
-   a joiner cancelled there gives its claim back, so the thread stays
+   sleep is a cancellable futex wait (kernel/syscall_cp.h), and a joiner
+   cancelled there gives its claim back, so the thread stays
    joinable (POSIX) and the joiner's cleanup handlers run as it unwinds.
    This file is compiled with -fexceptions for that (see the Makefile). */
 #include <errno.h>
 
 #include "../kernel/futex.h"
-#include "../sync/cancel_point.h"
 #include "thread.h"
 
 /* The state a claim moves to, from `s`; 0 when `s` cannot be claimed
@@ -70,16 +69,15 @@ static int wait_dead(struct weft_thread *t, int clock,
 
 	while ((tid = __atomic_load_n(t->tidp, __ATOMIC_ACQUIRE)) != 0) {
 		long r;
-		int old = 0;
 
 		if (mode == WEFT_JOIN_TRY)
 			return EBUSY;
 		if (mode == WEFT_JOIN_WAIT)
-			old = cancel_point_begin();
-		r = futex_wait_until(t->tidp, tid, clock, abstime,
-				     WEFT_FUTEX_SHARED);
-		if (mode == WEFT_JOIN_WAIT)
-			cancel_point_end(old);
+			r = futex_wait_until_cp(t->tidp, tid, clock, abstime,
+						WEFT_FUTEX_SHARED);
+		else
+			r = futex_wait_until(t->tidp, tid, clock, abstime,
+					     WEFT_FUTEX_SHARED);
 		if (r == -ETIMEDOUT || r == -EINVAL)
 			return (int)-r;
 	}

@@ -23,6 +23,7 @@
 #include "../kernel/rseq.h"
 #include "../kernel/futex.h"
 #include "../kernel/syscall.h"
+#include "../core/cancel.h"
 
 struct host_real host_real;
 
@@ -45,6 +46,7 @@ static struct {
 	size_t res, robust_head, stackblock, stackblock_size; /* probed */
 	size_t result, user_stack, strerror_buf, strsignal_buf;
 	size_t cancelhandling, setxid_futex; /* for list membership */
+	size_t cleanup_jmp_buf, cleanup;     /* probed cleanup chains */
 	ptrdiff_t resp_tls;	 /* __resp TLS variable, from TP */
 	ptrdiff_t ctype_tls[3];	 /* libc's ctype table pointers, from TP */
 	ptrdiff_t weft_self_tls; /* weft_tls_self, from TP */
@@ -70,11 +72,8 @@ static struct {
 	volatile int *list_lock; /* _dl_stack_cache_lock */
 } G;
 
-/* Bits of glibc's cancelhandling word (stable 2.34 ... master). */
-#define CH_DISABLED 0x1  /* cancellation disabled */
-#define CH_CANCELING 0x4 /* pthread_cancel asked (before the signal) */
-#define CH_CANCELED 0x8
-#define CH_EXITING 0x10
+/* Bits of glibc's cancelhandling word (stable 2.34 ... master); the
+   cancellation bits are in glibc.h. */
 #define CH_SETXID 0x40
 
 extern void *__dso_handle;
@@ -126,7 +125,6 @@ static void resolve_real(void)
 	REAL(pthread_getattr_np, "GLIBC_2.32");
 	REAL(pthread_kill, "GLIBC_2.34");
 	REAL(pthread_sigqueue, "GLIBC_2.34");
-	REAL(pthread_cancel, "GLIBC_2.34");
 	REAL(pthread_setschedparam, "GLIBC_2.2.5");
 	REAL(pthread_getschedparam, "GLIBC_2.2.5");
 	REAL(pthread_setschedprio, "GLIBC_2.3.4");
@@ -318,12 +316,12 @@ void host_list_del(char *tcb)
    is under way (glibc's own exit handshake), and leaves the list. */
 void host_thread_unlist(char *tcb)
 {
-	volatile int *ch = &FIELD(tcb, L.cancelhandling, int);
+	int *ch = &FIELD(tcb, L.cancelhandling, int);
 	volatile int *sf = &FIELD(tcb, L.setxid_futex, int);
 
 	if (!G.stack_user)
 		return;
-	__atomic_fetch_or(ch, CH_EXITING, __ATOMIC_ACQ_REL);
+	__atomic_fetch_or(ch, HOST_EXITING, __ATOMIC_ACQ_REL);
 	while (__atomic_load_n(ch, __ATOMIC_ACQUIRE) & CH_SETXID)
 		futex_wait(sf, 0, WEFT_FUTEX_PRIVATE);
 	*sf = 0;
@@ -335,8 +333,20 @@ int host_cancel_requested(char *tcb)
 	int ch = __atomic_load_n(&FIELD(tcb, L.cancelhandling, int),
 				 __ATOMIC_ACQUIRE);
 
-	return (ch & (CH_CANCELING | CH_CANCELED)) &&
-	       !(ch & (CH_DISABLED | CH_EXITING));
+	return (ch & (HOST_CANCELING | HOST_CANCELED)) &&
+	       !(ch & (HOST_CANCEL_DISABLED | HOST_EXITING));
+}
+
+/* x86-64 glibc stores rsp in jmp_buf word 6 as rol(sp ^ guard, 17),
+   guard = the TCB's pointer guard (sysdeps/unix/sysv/linux/x86_64
+   PTR_MANGLE, a fixed part of the x86-64 TCB header). */
+uintptr_t host_jmpbuf_sp(const void *jmpbuf)
+{
+	uintptr_t v = ((const uintptr_t *)jmpbuf)[6];
+	uintptr_t guard = FIELD(tp(), TCB_OFF_POINTER_GUARD, uintptr_t);
+
+	v = (v >> 17) | (v << (64 - 17));
+	return v ^ guard;
 }
 
 /* ------------------------------------------------------------- probe */
@@ -410,6 +420,43 @@ static void probe_malloc_words(void)
 	}
 }
 
+/* glibc publishes no offset for the two cleanup chains (docs/cancel.md):
+   register a buffer with glibc's own functions and look for its address
+   in the TCB, then unregister it.  The words must be found exactly once. */
+static size_t scan_unique(const char *tcb, uintptr_t value)
+{
+	size_t o = scan_tcb(tcb, value);
+
+	if (o == NOT_FOUND)
+		return NOT_FOUND;
+	for (size_t p = o + 8; p + sizeof(uintptr_t) <= L.tcb_size; p += 8)
+		if (FIELD(tcb, p, uintptr_t) == value)
+			return NOT_FOUND;
+	return o;
+}
+
+static void probe_cleanup_chains(char *self)
+{
+	void (*reg)(void *) = host_next_sym("__pthread_register_cancel", "GLIBC_2.34");
+	void (*unreg)(void *) = host_next_sym("__pthread_unregister_cancel", "GLIBC_2.34");
+	void (*push)(void *, void (*)(void *), void *) =
+		host_next_sym("_pthread_cleanup_push", "GLIBC_2.34");
+	void (*pop)(void *, int) = host_next_sym("_pthread_cleanup_pop", "GLIBC_2.34");
+	__pthread_unwind_buf_t ub;
+	struct _pthread_cleanup_buffer cb;
+
+	L.cleanup_jmp_buf = L.cleanup = NOT_FOUND;
+	if (!reg || !unreg || !push || !pop)
+		return;
+	memset(&ub, 0, sizeof ub);
+	reg(&ub);
+	L.cleanup_jmp_buf = scan_unique(self, (uintptr_t)&ub);
+	unreg(&ub);
+	push(&cb, NULL, NULL);
+	L.cleanup = scan_unique(self, (uintptr_t)&cb);
+	pop(&cb, 0);
+}
+
 static void *probe_main(void *arg)
 {
 	char *self = tp();
@@ -418,6 +465,7 @@ static void *probe_main(void *arg)
 
 	(void)arg;
 	probe_malloc_words();
+	probe_cleanup_chains(self);
 	probe_tcb = self;
 	probe_tid_ok = FIELD(self, L.tid, int) == sys_gettid();
 	L.res = (char *)__res_state() - self;
@@ -504,8 +552,14 @@ int host_init(void)
 	resolve_lists(libc);
 	if (!probe_tid_ok || L.stackblock == NOT_FOUND ||
 	    L.result == NOT_FOUND || L.user_stack == NOT_FOUND ||
-	    L.robust_head == 0 || L.res >= L.tcb_size)
+	    L.robust_head == 0 || L.res >= L.tcb_size ||
+	    L.cleanup_jmp_buf == NOT_FOUND || L.cleanup == NOT_FOUND)
 		return fail("glibc's thread descriptor did not match the probe");
+	host_nthreads_word = G.nptl_nthreads;
+	host_cancel_off = L.cancelhandling;
+	host_cleanup_jmp_buf_off = L.cleanup_jmp_buf;
+	host_cleanup_off = L.cleanup;
+	host_result_off = L.result;
 	status = "ok";
 	return 1;
 }
@@ -526,6 +580,8 @@ size_t host_tcb_size(void)
 }
 
 size_t host_tid_off;
+size_t host_cancel_off, host_cleanup_jmp_buf_off, host_cleanup_off,
+	host_result_off;
 
 volatile int *host_tid_word(char *tcb)
 {
@@ -623,11 +679,12 @@ void host_thread_begin(char *tcb)
 		futex_wake(&FIELD(tcb, L.setxid_futex, int), 1, WEFT_FUTEX_PRIVATE);
 }
 
-/* The bottom unwind buffer (glibc's cleanup ABI): glibc's pthread_exit
-   and cancellation unwind the stack until the innermost registered
-   buffer and jump into it; this one catches the end of the thread. */
-/* glibc's __sigsetjmp, typed for the 72-byte cancellation buffer, as
-   glibc's own pthread.h declares it for pthread_cleanup_push. */
+/* The bottom unwind buffer (glibc's cleanup ABI): pthread_exit and
+   cancellation unwind the stack until the innermost registered buffer
+   and jump into it; this one catches the end of the thread.  It is
+   filled by glibc's __sigsetjmp (typed here for the 72-byte buffer, as
+   glibc's own pthread.h declares it for pthread_cleanup_push) because
+   weft's unwinder, like glibc's, resumes it with glibc's longjmp. */
 extern int sigsetjmp_cancel(void *buf, int savemask) __asm__("__sigsetjmp")
 	__attribute__((returns_twice, nothrow));
 
@@ -637,10 +694,16 @@ __attribute__((noinline)) void *host_run_thread(void *(*fn)(void *), void *arg)
 	void *ret;
 
 	if (sigsetjmp_cancel(ub.__cancel_jmp_buf, 0))
-		return FIELD(tp(), L.result, void *);
-	__pthread_register_cancel(&ub);
+		return *host_result(tp());
+	cancel_register(&ub);
 	ret = fn(arg);
-	__pthread_unregister_cancel(&ub);
+	cancel_unregister(&ub);
+	/* With no buffer left to unwind to, a cancellation must not act in
+	   the thread's exit steps (key destructors may call cancellation
+	   points).  DISABLED rather than EXITING, which would take the
+	   thread out of set*id broadcasts too early (host_thread_unlist). */
+	__atomic_fetch_or(host_cancel_word(tp()), HOST_CANCEL_DISABLED,
+			  __ATOMIC_ACQ_REL);
 	return ret;
 }
 
@@ -722,6 +785,8 @@ int host_malloc_state_take(char *tcb, uintptr_t *words)
 	}
 	return any;
 }
+
+unsigned int *host_nthreads_word;
 
 int host_nthreads_add(int delta)
 {

@@ -33,7 +33,6 @@ struct host_real {
 	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
 	int (*pthread_kill)(pthread_t, int);
 	int (*pthread_sigqueue)(pthread_t, int, const union sigval);
-	int (*pthread_cancel)(pthread_t);
 	int (*pthread_setschedparam)(pthread_t, int, const struct sched_param *);
 	int (*pthread_getschedparam)(pthread_t, int *, struct sched_param *);
 	int (*pthread_setschedprio)(pthread_t, int);
@@ -94,8 +93,8 @@ void host_robust_list_register(char *tcb);
 
 /* In the new thread, before any user code. */
 void host_thread_begin(char *tcb);
-/* Runs fn(arg) above a bottom unwind buffer, so that glibc's
-   pthread_exit and cancellation unwind back here.  Returns fn's value,
+/* Runs fn(arg) above a bottom unwind buffer, so that pthread_exit and
+   cancellation (weft's unwinder or glibc's) unwind back here.  Returns fn's value,
    or the thread's exit value when it was unwound. */
 void *host_run_thread(void *(*fn)(void *), void *arg);
 /* At the end of the thread, in glibc's order: C++ thread_local
@@ -118,6 +117,8 @@ void host_thread_unlist(char *tcb);
 
 /* glibc's live-thread count (G4); returns the new value. */
 int host_nthreads_add(int delta);
+/* The count itself (__nptl_nthreads), for a cheap "am I alone?". */
+extern unsigned int *host_nthreads_word;
 
 /* In a fork child, for the surviving thread: leave glibc's thread list
    (glibc's fork put the thread there, P2). */
@@ -126,10 +127,53 @@ void host_fork_child(char *tcb);
 /* Offset of libweft's own TLS variable `weft_tls_self` from TP. */
 void host_set_tls_self(char *tcb, void *desc);
 
+/* --- Cancellation state, shared with glibc (docs/cancel.md) -----------
+   weft's cancellation engine keeps its state where glibc keeps its own,
+   so that libc's internal cancellation points (which cannot be
+   interposed) and glibc's unwinder act on it too: the `cancelhandling`
+   word, the chain of registered unwind buffers (`cleanup_jmp_buf`), the
+   chain of old-style cleanup buffers (`cleanup`) and `result`.  Their
+   offsets are found at start-up (libthread_db descriptor, probe). */
+
+/* Bits of `cancelhandling` (nptl/descr.h, 2.34 ... master). */
+enum {
+	HOST_CANCEL_DISABLED = 0x1, /* state: PTHREAD_CANCEL_DISABLE */
+	HOST_CANCEL_ASYNC = 0x2,    /* type: signal me (async, or in a point) */
+	HOST_CANCELING = 0x4,	    /* asked, signal under way */
+	HOST_CANCELED = 0x8,	    /* asked (and seen, for a signalled one) */
+	HOST_EXITING = 0x10,	    /* unwinding or ending: never again */
+	HOST_TERMINATED = 0x20,
+};
+
+extern size_t host_cancel_off, host_cleanup_jmp_buf_off, host_cleanup_off,
+	host_result_off;
+
+static inline int *host_cancel_word(char *tcb)
+{
+	return (int *)(tcb + host_cancel_off);
+}
+/* Innermost __pthread_unwind_buf_t registered (glibc's cleanup ABI). */
+static inline void **host_unwind_chain(char *tcb)
+{
+	return (void **)(tcb + host_cleanup_jmp_buf_off);
+}
+/* Innermost struct _pthread_cleanup_buffer (_pthread_cleanup_push). */
+static inline void **host_cleanup_chain(char *tcb)
+{
+	return (void **)(tcb + host_cleanup_off);
+}
+/* The thread's exit value, as glibc's start code and join read it. */
+static inline void **host_result(char *tcb)
+{
+	return (void **)(tcb + host_result_off);
+}
+/* The stack pointer saved in a jmp_buf filled by glibc's __sigsetjmp
+   (stored mangled with the process's pointer guard). */
+uintptr_t host_jmpbuf_sp(const void *jmpbuf);
+
 /* Nonzero when the thread with this TCB has been asked to cancel and
-   has cancellation enabled: glibc's pthread_cancel records the request
-   before it sends the signal, so a condvar signaller can pass over a
-   waiter that is about to be cancelled (sync.md). */
+   has cancellation enabled: a condvar signaller can pass over a waiter
+   that is about to be cancelled (sync.md). */
 int host_cancel_requested(char *tcb);
 
 /* Registers fork handlers with glibc (prepare, parent, child). */

@@ -1,8 +1,10 @@
 #include <errno.h>
 #include "futex.h"
+#include "syscall_cp.h"
 
-long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
-		      const struct timespec *abstime, int priv)
+/* The FUTEX_WAIT_BITSET operation for an absolute deadline on `clock`;
+   -EINVAL or -ETIMEDOUT when no wait is needed. */
+static int wait_op(clockid_t clock, const struct timespec *abstime, int priv)
 {
 	int op = FUTEX_WAIT_BITSET | priv;
 
@@ -16,6 +18,27 @@ long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
 		if (abstime->tv_sec < 0)
 			return -ETIMEDOUT;
 	}
+	return op;
+}
+
+long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
+		      const struct timespec *abstime, int priv)
+{
+	int op = wait_op(clock, abstime, priv);
+
+	if (op < 0)
+		return op;
 	return sys_call6(SYS_futex, addr, op, expect, abstime, NULL,
 			 FUTEX_BITSET_MATCH_ANY);
+}
+
+long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
+			 const struct timespec *abstime, int priv)
+{
+	int op = wait_op(clock, abstime, priv);
+
+	if (op < 0)
+		return op;
+	return sys_cp6(SYS_futex, addr, op, expect, abstime, NULL,
+		       FUTEX_BITSET_MATCH_ANY);
 }

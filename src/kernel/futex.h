@@ -35,6 +35,12 @@ static inline long futex_wake(volatile int *addr, int n, int priv)
 long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
 		      const struct timespec *abstime, int priv);
 
+/* The same wait as a cancellation point (kernel/syscall_cp.h): a due
+   cancellation acts before the sleep or when it interrupts the sleep;
+   a wake-up that has happened is returned (0), never lost. */
+long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
+			 const struct timespec *abstime, int priv);
+
 /* The checks glibc makes on a deadline before trying to take a lock:
    EINVAL for a clock futexes cannot wait on, or nanoseconds outside
    0..999,999,999; else 0. */

@@ -16,7 +16,6 @@
 #include <limits.h>
 #include <sched.h>
 #include "cond.h"
-#include "cancel_point.h"
 #include "../core/thread.h"
 
 /* A waiter node's state, its futex word. */
@@ -158,10 +157,8 @@ static int shared_wait(struct wcond *c, struct wmutex *m, int clock,
 	x.depth = mutex_release_for_wait(m);
 	x.armed = 1;
 	for (;;) {
-		int old = cancel_point_begin();
-		long k = futex_wait_until((int *)&c->seq, (int)s, clock,
-					  abstime, WEFT_FUTEX_SHARED);
-		cancel_point_end(old);
+		long k = futex_wait_until_cp((int *)&c->seq, (int)s, clock,
+					     abstime, WEFT_FUTEX_SHARED);
 		/* Woken, or the word moved on (or is gone: EFAULT). */
 		if (k == -ETIMEDOUT)
 			res = ETIMEDOUT;
@@ -192,10 +189,8 @@ static int node_sleep(struct wait_ctx *x, int clock,
 			futex_wait(&n->state, CN_CLAIMED, WEFT_FUTEX_PRIVATE);
 			continue;
 		}
-		int old = cancel_point_begin();
-		long k = futex_wait_until(&n->state, CN_WAITING, clock, abstime,
-					  WEFT_FUTEX_PRIVATE);
-		cancel_point_end(old);
+		long k = futex_wait_until_cp(&n->state, CN_WAITING, clock,
+					     abstime, WEFT_FUTEX_PRIVATE);
 		if (k == -ETIMEDOUT &&
 		    cas_state(&n->state, CN_WAITING, CN_LEAVING)) {
 			unlink_self(x->c, n);

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <semaphore.h>
 
+#include "../core/cancel.h"
 #include "../kernel/futex.h"
 #include "sem.h"
 
@@ -106,21 +107,45 @@ int sem_do_trywait(sem_t *sem)
 	return take(s, &d, 0) ? 0 : EAGAIN;
 }
 
+/* A registered waiter being unwound by cancellation leaves the count
+   (this file is compiled with -fexceptions for it). */
+struct sem_waiter {
+	struct weft_sem *s;
+	int armed;
+};
+
+static void sem_unwound(struct sem_waiter *w)
+{
+	if (w->armed)
+		__atomic_fetch_sub(&w->s->data, SEM_ONE_WAITER, __ATOMIC_RELAXED);
+}
+
+/* A cancellation point (POSIX: "shall occur"), so a due cancellation
+   acts even when a token is there, as in glibc; the sleep is a
+   cancellable futex wait, and a wake-up that has happened is not lost
+   to a cancellation (the token stays for another waiter). */
 int sem_do_wait(sem_t *sem, clockid_t clock, const struct timespec *abstime)
 {
 	struct weft_sem *s = wsem(sem);
-	uint64_t d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
+	struct sem_waiter w __attribute__((cleanup(sem_unwound))) = {.s = s};
+	uint64_t d;
 	long r;
 
+	cancel_test();
+	d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
 	if (take(s, &d, 0))
 		return 0;
 	d = __atomic_add_fetch(&s->data, SEM_ONE_WAITER, __ATOMIC_RELAXED);
+	w.armed = 1;
 	for (;;) {
-		if (take(s, &d, SEM_ONE_WAITER))
+		if (take(s, &d, SEM_ONE_WAITER)) {
+			w.armed = 0;
 			return 0;
-		r = futex_wait_until(value_word(s), 0, clock, abstime,
-				     sem_priv(s));
+		}
+		r = futex_wait_until_cp(value_word(s), 0, clock, abstime,
+					sem_priv(s));
 		if (r == -ETIMEDOUT || r == -EINTR || r == -EINVAL) {
+			w.armed = 0;
 			__atomic_fetch_sub(&s->data, SEM_ONE_WAITER,
 					   __ATOMIC_RELAXED);
 			return (int)-r;

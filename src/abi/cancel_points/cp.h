@@ -1,0 +1,46 @@
+/* Common part of weft's libc cancellation points (docs/cancel.md,
+   "Interposed cancellation points").
+
+   glibc's own wrappers (read, nanosleep, accept ...) are cancellation
+   points of glibc's kind: a cancellation that arrives after the system
+   call has done its work still acts, and the work is lost (glibc bug
+   12683: data read from a pipe, an accepted connection).  weft exports
+   the same functions over weft_syscall_cp, which keeps a completed
+   call's result, with glibc's exact interface (errno, special cases).
+
+   Until weft has finished starting (or when it forwards everything to
+   glibc) a wrapper calls glibc's function: no weft cancellation can be
+   pending then, and start-up code calling them must not wait for the
+   start-up it is part of. */
+#ifndef WEFT_ABI_CANCEL_POINTS_CP_H
+#define WEFT_ABI_CANCEL_POINTS_CP_H
+
+#include <errno.h>
+
+#include "../../kernel/syscall_cp.h"
+#include "../export.h"
+
+static inline int cp_serving(void)
+{
+	extern int weft_init_done;
+
+	return __builtin_expect(
+		__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) == 2 &&
+			weft_is_active,
+		1);
+}
+
+/* A kernel result the libc way: -1 with errno, or the value. */
+static inline long cp_ret(long r)
+{
+	if ((unsigned long)r > -4096UL) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* The kernel's sigset_t is 8 bytes on x86-64 (glibc's __NSIG_BYTES). */
+#define CP_NSIG_BYTES 8
+
+#endif

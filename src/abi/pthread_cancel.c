@@ -1,0 +1,177 @@
+/* Cancellation entry points (docs/cancel.md): pthread_cancel,
+   pthread_setcancelstate/-type, pthread_testcancel, and the cleanup ABI
+   that glibc's pthread.h compiles into programs (__pthread_register_cancel
+   & co., the legacy _pthread_cleanup_push & co.).  The engine is in
+   core/cancel.c and core/unwind.c.
+
+   weft exports these unversioned (as all its symbols), which satisfies
+   programs bound to glibc's GLIBC_2.34 and compatibility versions. */
+#include <errno.h>
+#include <pthread.h>
+
+#include "../core/cancel.h"
+#include "export.h"
+
+/* The cleanup ABI's own prototypes (pthread.h declares some only under
+   conditions). */
+extern void __pthread_register_cancel(__pthread_unwind_buf_t *);
+extern void __pthread_unregister_cancel(__pthread_unwind_buf_t *);
+extern void __pthread_register_cancel_defer(__pthread_unwind_buf_t *);
+extern void __pthread_unregister_cancel_restore(__pthread_unwind_buf_t *);
+extern void __pthread_unwind_next(__pthread_unwind_buf_t *)
+	__attribute__((noreturn));
+extern void _pthread_cleanup_push_defer(struct _pthread_cleanup_buffer *,
+					void (*)(void *), void *);
+extern void _pthread_cleanup_pop_restore(struct _pthread_cleanup_buffer *, int);
+
+/* Sends SIGCANCEL to the thread `x` names, which must not be able to
+   exit and free its tid meanwhile.  weft's threads are pinned
+   (core/target.c).  A glibc-made thread's tid is read from its TCB: the
+   main thread's never changes while the process lives; for glibc's
+   helper threads a tid could in theory be reused between the read and
+   the signal (glibc guards this with its private exit_lock). */
+static int send_cancel(pthread_t th, struct target *x)
+{
+	struct weft_pin pin;
+	int tid;
+	long r;
+
+	if (x->t && x->t->origin == WEFT_ORIGIN_CREATED) {
+		if ((tid = thread_pin(x->t, th, &pin)) < 0)
+			return 0; /* ended meanwhile: its outcome is settled */
+		r = sys_tgkill(sys_getpid(), tid, WEFT_SIGCANCEL);
+		thread_unpin(x->t, &pin);
+	} else {
+		tid = __atomic_load_n(host_tid_word((char *)x->glibc),
+				      __ATOMIC_ACQUIRE);
+		if (tid <= 0)
+			return 0;
+		r = sys_tgkill(sys_getpid(), tid, WEFT_SIGCANCEL);
+	}
+	return r < 0 && r != -ESRCH ? (int)-r : 0;
+}
+
+WEFT_EXPORT int pthread_cancel(pthread_t th)
+{
+	struct target x;
+
+	if (!weft_serving())
+		return GLIBC_FN(pthread_cancel)(th);
+	x = target_of(th);
+	if (x.err)
+		return x.err;
+	/* A thread that has ended: its outcome is settled (glibc: 0). */
+	if (__atomic_load_n(host_tid_word((char *)x.glibc), __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	if (cancel_request((char *)x.glibc))
+		return send_cancel(th, &x);
+	return 0;
+}
+
+WEFT_EXPORT int pthread_setcancelstate(int state, int *old)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_setcancelstate)(state, old);
+	return cancel_set_state(state, old);
+}
+
+WEFT_EXPORT int pthread_setcanceltype(int type, int *old)
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_setcanceltype)(type, old);
+	return cancel_set_type(type, old);
+}
+
+WEFT_EXPORT void pthread_testcancel(void)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(pthread_testcancel)();
+		return;
+	}
+	cancel_test();
+}
+
+/* --- the cleanup ABI ------------------------------------------------------ */
+
+WEFT_EXPORT void __pthread_register_cancel(__pthread_unwind_buf_t *b)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(__pthread_register_cancel)(b);
+		return;
+	}
+	cancel_register(b);
+}
+
+WEFT_EXPORT void __pthread_unregister_cancel(__pthread_unwind_buf_t *b)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(__pthread_unregister_cancel)(b);
+		return;
+	}
+	cancel_unregister(b);
+}
+
+WEFT_EXPORT void __pthread_register_cancel_defer(__pthread_unwind_buf_t *b)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(__pthread_register_cancel_defer)(b);
+		return;
+	}
+	cancel_register_defer(b);
+}
+
+WEFT_EXPORT void __pthread_unregister_cancel_restore(__pthread_unwind_buf_t *b)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(__pthread_unregister_cancel_restore)(b);
+		return;
+	}
+	cancel_unregister_restore(b);
+}
+
+WEFT_EXPORT void __pthread_unwind_next(__pthread_unwind_buf_t *b)
+{
+	if (!weft_serving())
+		GLIBC_FN(__pthread_unwind_next)(b);
+	cancel_unwind_next(b);
+}
+
+WEFT_EXPORT void _pthread_cleanup_push(struct _pthread_cleanup_buffer *b,
+				       void (*fn)(void *), void *arg)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(_pthread_cleanup_push)(b, fn, arg);
+		return;
+	}
+	cancel_push_old(b, fn, arg, 0);
+}
+
+WEFT_EXPORT void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *b,
+				      int execute)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(_pthread_cleanup_pop)(b, execute);
+		return;
+	}
+	cancel_pop_old(b, execute, 0);
+}
+
+WEFT_EXPORT void _pthread_cleanup_push_defer(struct _pthread_cleanup_buffer *b,
+					     void (*fn)(void *), void *arg)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(_pthread_cleanup_push_defer)(b, fn, arg);
+		return;
+	}
+	cancel_push_old(b, fn, arg, 1);
+}
+
+WEFT_EXPORT void _pthread_cleanup_pop_restore(struct _pthread_cleanup_buffer *b,
+					      int execute)
+{
+	if (!weft_serving()) {
+		GLIBC_FN(_pthread_cleanup_pop_restore)(b, execute);
+		return;
+	}
+	cancel_pop_old(b, execute, 1);
+}

@@ -1,0 +1,189 @@
+/* The cancellation state machine (docs/cancel.md).
+
+   One word per thread, glibc's `cancelhandling`, read and changed with
+   atomic operations by the thread itself, by pthread_cancel in another
+   thread and by the SIGCANCEL handler:
+
+       pthread_cancel            target deferred      target async/in point
+       --------------            ---------------      ---------------------
+       word |= CANCELING|CANCELED                     word |= CANCELING
+                                                      tgkill(SIGCANCEL)
+                                                      handler: |= CANCELED
+
+   The protocol is glibc 2.36's, so that libc's own cancellation points
+   (__pthread_enable_asynccancel, __pthread_disable_asynccancel, which
+   waits while CANCELING is set without CANCELED) work on weft's
+   requests, and weft's on libc's. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "../kernel/syscall.h"
+#include "cancel.h"
+
+__thread int weft_in_cp __attribute__((tls_model("initial-exec")));
+
+/* Labels in arch/x86_64/syscall_cp.S. */
+extern const char weft_cp_begin[], weft_cp_end[], weft_cp_cancel[];
+extern void weft_sigreturn(void);
+
+__attribute__((noreturn)) void cancel_act(void)
+{
+	char *tcb = arch_thread_pointer();
+
+	__atomic_fetch_or(host_cancel_word(tcb), HOST_EXITING, __ATOMIC_ACQ_REL);
+	*host_result(tcb) = PTHREAD_CANCELED;
+	weft_in_cp = 0;
+	cancel_unwind(*host_unwind_chain(tcb));
+}
+
+/* The jump target of syscall_cp.S's cancel path: a C frame whose caller
+   is weft_syscall_cp's, so the unwinder walks on from there. */
+__attribute__((noreturn, used)) void weft_cp_act(void)
+{
+	cancel_act();
+}
+
+int cancel_request(char *tcb)
+{
+	int *w = host_cancel_word(tcb);
+	int old = __atomic_load_n(w, __ATOMIC_RELAXED);
+	int want;
+
+	for (;;) {
+		want = old | HOST_CANCELING | HOST_CANCELED;
+		if (want == old)
+			return 0; /* already asked */
+		if (cancel_due_async(want)) {
+			/* The handler (or, for ourselves, this code) marks it
+			   CANCELED once it has seen it. */
+			if (!__atomic_compare_exchange_n(w, &old,
+							 old | HOST_CANCELING, 1,
+							 __ATOMIC_ACQ_REL,
+							 __ATOMIC_RELAXED))
+				continue;
+			if (tcb != (char *)arch_thread_pointer())
+				return 1;
+			__atomic_fetch_or(w, HOST_CANCELED, __ATOMIC_ACQ_REL);
+			/* Inside a cancellation point's C part the request
+			   waits for its checks (a completed call is kept). */
+			if (!weft_in_cp)
+				cancel_act();
+			return 0;
+		}
+		if (__atomic_compare_exchange_n(w, &old, want, 1,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return 0;
+	}
+}
+
+/* Sets or clears `bit` in the calling thread's word; acts when the new
+   word makes an asynchronous cancellation due.  Returns the old word. */
+static int change_own(int bit, int set)
+{
+	int *w = cancel_self_word();
+	int old = __atomic_load_n(w, __ATOMIC_RELAXED);
+	int want;
+
+	do
+		want = set ? old | bit : old & ~bit;
+	while (want != old &&
+	       !__atomic_compare_exchange_n(w, &old, want, 1, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED));
+	if (want != old && cancel_due_async(want))
+		cancel_act();
+	return old;
+}
+
+int cancel_set_state(int state, int *oldstate)
+{
+	int old;
+
+	if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
+		return EINVAL;
+	old = change_own(HOST_CANCEL_DISABLED, state == PTHREAD_CANCEL_DISABLE);
+	if (oldstate)
+		*oldstate = old & HOST_CANCEL_DISABLED ? PTHREAD_CANCEL_DISABLE
+						       : PTHREAD_CANCEL_ENABLE;
+	return 0;
+}
+
+int cancel_set_type(int type, int *oldtype)
+{
+	int old;
+
+	if (type != PTHREAD_CANCEL_DEFERRED &&
+	    type != PTHREAD_CANCEL_ASYNCHRONOUS)
+		return EINVAL;
+	old = change_own(HOST_CANCEL_ASYNC, type == PTHREAD_CANCEL_ASYNCHRONOUS);
+	if (oldtype)
+		*oldtype = old & HOST_CANCEL_ASYNC ? PTHREAD_CANCEL_ASYNCHRONOUS
+						   : PTHREAD_CANCEL_DEFERRED;
+	return 0;
+}
+
+/* --- SIGCANCEL ------------------------------------------------------------
+
+   Decision table (the word has already been OR'ed with CANCELING|CANCELED,
+   which glibc's __pthread_disable_asynccancel waits for, so it is done
+   even when the handler does not act):
+
+     word before                 where the thread was          action
+     -------------------------   ---------------------------   ------------
+     disabled/exiting            anywhere                      none
+     enabled                     [weft_cp_begin, weft_cp_end)  resume at
+                                  (before or at the syscall)   weft_cp_cancel
+     enabled                     elsewhere in weft_syscall_cp  none: its own
+                                  (weft_in_cp)                 checks decide
+     enabled, ASYNC bit          elsewhere (user async type,   unwind from
+                                  or libc's own point)         here
+     enabled, deferred           elsewhere                     none (pending) */
+static void sigcancel(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	int *w, old;
+	uintptr_t ip;
+
+	if (sig != WEFT_SIGCANCEL || si->si_code != SI_TKILL ||
+	    si->si_pid != sys_getpid())
+		return;
+	w = cancel_self_word();
+	old = __atomic_fetch_or(w, HOST_CANCELING | HOST_CANCELED,
+				__ATOMIC_ACQ_REL);
+	if (old & (HOST_CANCEL_DISABLED | HOST_EXITING | HOST_TERMINATED))
+		return;
+	ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	if (ip >= (uintptr_t)weft_cp_begin && ip < (uintptr_t)weft_cp_end) {
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)weft_cp_cancel;
+		return;
+	}
+	if (weft_in_cp)
+		return;
+	if (old & HOST_CANCEL_ASYNC)
+		cancel_act();
+}
+
+/* The kernel's struct sigaction (not libc's: glibc's sigaction refuses
+   signal 32, and the restorer must be weft's, see syscall_cp.S). */
+struct ksigaction {
+	void (*handler)(int, siginfo_t *, void *);
+	unsigned long flags;
+	void (*restorer)(void);
+	ksigset_t mask;
+};
+
+#define KSA_RESTORER 0x04000000
+
+void cancel_init(void)
+{
+	struct ksigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.handler = sigcancel;
+	/* SA_RESTART: a request to a thread that does not act (disabled)
+	   must not make its system calls fail with EINTR. */
+	sa.flags = SA_SIGINFO | SA_RESTART | KSA_RESTORER;
+	sa.restorer = weft_sigreturn;
+	sys_call4(SYS_rt_sigaction, WEFT_SIGCANCEL, &sa, NULL, sizeof(ksigset_t));
+}

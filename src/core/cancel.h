@@ -1,0 +1,91 @@
+/* weft's cancellation engine (docs/cancel.md).
+
+   The state lives in glibc's TCB word `cancelhandling` (bits in
+   host/glibc.h), so every thread (weft's, main, glibc-made ones) has it
+   at the same place and libc's own cancellation points see it.
+
+   cancel.c    the state machine: request, act, setcancelstate/-type,
+               testcancel, the SIGCANCEL handler
+   cancel_cp.c weft_syscall_cp, the cancellable system call
+   unwind.c    the forced unwind and glibc's cleanup-buffer ABI */
+#ifndef WEFT_CORE_CANCEL_H
+#define WEFT_CORE_CANCEL_H
+
+#include <pthread.h>
+#include "../host/glibc.h"
+
+/* The signal glibc reserves for cancellation (SIGCANCEL). */
+#define WEFT_SIGCANCEL 32
+
+/* A cancellation that must act: requested, enabled, not already
+   exiting (the test glibc calls "enabled and canceled"). */
+static inline int cancel_due(int word)
+{
+	return (word & (HOST_CANCEL_DISABLED | HOST_CANCELED | HOST_EXITING |
+			HOST_TERMINATED)) == HOST_CANCELED;
+}
+
+/* ... and the type is asynchronous: act at once. */
+static inline int cancel_due_async(int word)
+{
+	return (word & (HOST_CANCEL_DISABLED | HOST_CANCEL_ASYNC |
+			HOST_CANCELED | HOST_EXITING | HOST_TERMINATED)) ==
+	       (HOST_CANCEL_ASYNC | HOST_CANCELED);
+}
+
+static inline int *cancel_self_word(void)
+{
+	return host_cancel_word(arch_thread_pointer());
+}
+
+/* Nonzero while the thread is inside weft_syscall_cp's C part: the
+   SIGCANCEL handler then only records the request (see cancel.c). */
+extern __thread int weft_in_cp __attribute__((tls_model("initial-exec")));
+
+/* Installs the SIGCANCEL handler (once per process, at start-up). */
+void cancel_init(void);
+
+/* pthread_cancel's bookkeeping on the thread with this TCB.  Returns 1
+   when the target must be sent SIGCANCEL (it is enabled and
+   asynchronous, or inside a cancellation point), else 0; a thread
+   cancelling itself acts at once instead. */
+int cancel_request(char *tcb);
+
+/* The calling thread acts on its cancellation: result = PTHREAD_CANCELED,
+   EXITING, unwind.  Never returns. */
+__attribute__((noreturn)) void cancel_act(void);
+
+/* Acts if a cancellation is due (pthread_testcancel). */
+static inline void cancel_test(void)
+{
+	if (__builtin_expect(
+		    cancel_due(__atomic_load_n(cancel_self_word(), __ATOMIC_RELAXED)),
+		    0))
+		cancel_act();
+}
+
+int cancel_set_state(int state, int *old);
+int cancel_set_type(int type, int *old);
+
+/* --- unwind.c --------------------------------------------------------- */
+
+/* pthread_exit: records the value, sets EXITING, unwinds. */
+__attribute__((noreturn)) void cancel_exit(void *value);
+
+/* Unwinds from the calling frame to the registered buffer `buf`
+   (__pthread_unwind_buf_t *), running old-style cleanup buffers, C++
+   destructors and -fexceptions cleanups on the way. */
+__attribute__((noreturn)) void cancel_unwind(void *buf);
+
+/* glibc's cleanup ABI, on the shared chains. */
+void cancel_register(__pthread_unwind_buf_t *buf);
+void cancel_unregister(__pthread_unwind_buf_t *buf);
+void cancel_register_defer(__pthread_unwind_buf_t *buf);
+void cancel_unregister_restore(__pthread_unwind_buf_t *buf);
+__attribute__((noreturn)) void cancel_unwind_next(__pthread_unwind_buf_t *buf);
+void cancel_push_old(struct _pthread_cleanup_buffer *b, void (*fn)(void *),
+		     void *arg, int defer);
+void cancel_pop_old(struct _pthread_cleanup_buffer *b, int execute,
+		    int restore);
+
+#endif
