@@ -14,12 +14,17 @@
    post...) and the case fails with the point's name.
 
    Rows flagged NOT_YET are points weft does not make cancellable today
-   (sem_wait and sem_timedwait, weft's own semaphores): they are run and
+   (sem_wait, sem_timedwait and sem_clockwait, weft's own semaphores): they are run and
    reported as KNOWN-FAIL without failing the test, unless
    WEFT_CANCEL_STRICT=1 (then they count, as they will once weft's
    engine lands).  A NOT_YET row that passes is reported as XPASS.
    connect: a blocking connect to a listening unix socket whose backlog
-   is full sleeps in the kernel, so it is driven like the others. */
+   is full sleeps in the kernel, so it is driven like the others.
+   fcntl(F_SETLKW) and lockf: the conflicting POSIX lock is held by a
+   child process (such locks belong to a process); their pending case
+   has no effect to check from inside the process.  close, fsync and
+   fdatasync cannot be made to sleep: pending case only.
+   `t_cancel_points NAME` runs one row. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <mqueue.h>
@@ -421,6 +426,19 @@ static long c_recvmsg(struct pc *x)
 	struct msghdr h = {.msg_iov = &v, .msg_iovlen = 1};
 	return recvmsg(x->sv[0], &h, 0);
 }
+static long c_recvmmsg(struct pc *x)
+{
+	char c;
+	struct iovec v = {&c, 1};
+	struct mmsghdr h = {.msg_hdr = {.msg_iov = &v, .msg_iovlen = 1}};
+	return recvmmsg(x->sv[0], &h, 1, 0, NULL);
+}
+static long c_sendmmsg(struct pc *x)
+{
+	struct iovec v = {"s", 1};
+	struct mmsghdr h = {.msg_hdr = {.msg_iov = &v, .msg_iovlen = 1}};
+	return sendmmsg(x->sv[0], &h, 1, MSG_NOSIGNAL);
+}
 static long c_send(struct pc *x)
 {
 	return send(x->sv[0], "s", 1, MSG_NOSIGNAL);
@@ -453,6 +471,10 @@ static int s_fifo(struct pc *x, enum mode m)
 static long c_open(struct pc *x)
 {
 	return open(x->path, O_RDONLY | O_CLOEXEC);
+}
+static long c_openat(struct pc *x)
+{
+	return openat(AT_FDCWD, x->path, O_RDONLY | O_CLOEXEC);
 }
 static int no_new_fd(struct pc *x)
 {
@@ -569,6 +591,15 @@ static long c_waitid(struct pc *x)
 	siginfo_t si;
 	return waitid(P_PID, x->child, &si, WEXITED);
 }
+static long c_wait3(struct pc *x)
+{
+	(void)x;
+	return wait3(NULL, 0, NULL);
+}
+static long c_wait4(struct pc *x)
+{
+	return wait4(x->child, NULL, 0, NULL);
+}
 static int child_unreaped(struct pc *x)
 {
 	return waitpid(x->child, NULL, WNOHANG) == x->child && (x->child = 0, 1);
@@ -583,6 +614,40 @@ static void t_child(struct pc *x)
 		(void)!write(x->cp[1], "g", 1);
 		waitpid(x->child, NULL, 0); /* ECHILD if the target reaped it */
 	}
+}
+
+/* POSIX record locks belong to a process: the conflicting lock is held
+   by a child, which keeps it until its pipe is written. */
+static int s_locker(struct pc *x, enum mode m)
+{
+	char c;
+
+	s_tmpfile(x, m);
+	if (m == PENDING)
+		return 0;
+	REQUIRE(pipe2(x->cp, O_CLOEXEC) == 0 && pipe2(x->jp, O_CLOEXEC) == 0,
+		"pipe");
+	x->child = fork();
+	REQUIRE(x->child >= 0, "fork");
+	if (x->child == 0) {
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+		if (fcntl(x->xfd, F_SETLK, &fl) != 0)
+			_exit(1);
+		(void)!write(x->jp[1], "l", 1);
+		(void)!read(x->cp[0], &c, 1);
+		_exit(0);
+	}
+	REQUIRE(read(x->jp[0], &c, 1) == 1, "the child did not lock");
+	return 0;
+}
+static long c_setlkw(struct pc *x)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	return fcntl(x->xfd, F_SETLKW, &fl);
+}
+static long c_lockf(struct pc *x)
+{
+	return lockf(x->xfd, F_LOCK, 0);
 }
 
 /* ----------------------------------------------------------- signals */
@@ -774,6 +839,11 @@ static long c_sem_timedwait(struct pc *x)
 	struct timespec ts = deadline_in(CLOCK_REALTIME, 10000000000L);
 	return sem_timedwait(&x->sem, &ts);
 }
+static long c_sem_clockwait(struct pc *x)
+{
+	struct timespec ts = deadline_in(CLOCK_MONOTONIC, 10000000000L);
+	return sem_clockwait(&x->sem, CLOCK_MONOTONIC, &ts);
+}
 static int sem_kept(struct pc *x)
 {
 	int v = -1;
@@ -803,6 +873,16 @@ static int s_join(struct pc *x, enum mode m)
 static long c_join(struct pc *x)
 {
 	return pthread_join(x->joinee, NULL);
+}
+static long c_timedjoin(struct pc *x)
+{
+	struct timespec ts = deadline_in(CLOCK_REALTIME, 10000000000L);
+	return pthread_timedjoin_np(x->joinee, NULL, &ts);
+}
+static long c_clockjoin(struct pc *x)
+{
+	struct timespec ts = deadline_in(CLOCK_MONOTONIC, 10000000000L);
+	return pthread_clockjoin_np(x->joinee, NULL, CLOCK_MONOTONIC, &ts);
 }
 static int joinee_joinable(struct pc *x)
 {
@@ -847,14 +927,18 @@ static void cond_unlock(void *arg)
 }
 static long cond_call(struct pc *x, int timed)
 {
-	struct timespec ts = deadline_in(CLOCK_REALTIME, 10000000000L);
+	struct timespec ts = deadline_in(timed == 2 ? CLOCK_MONOTONIC
+						    : CLOCK_REALTIME,
+					 10000000000L);
 	volatile long r = 0; /* live across the handler's setjmp */
 
 	pthread_mutex_lock(&x->m);
 	pthread_cleanup_push(cond_unlock, x);
 	while (!x->cond_go && r == 0)
-		r = timed ? pthread_cond_timedwait(&x->c, &x->m, &ts)
-			  : pthread_cond_wait(&x->c, &x->m);
+		r = timed == 2	 ? pthread_cond_clockwait(&x->c, &x->m,
+							  CLOCK_MONOTONIC, &ts)
+		    : timed == 1 ? pthread_cond_timedwait(&x->c, &x->m, &ts)
+				 : pthread_cond_wait(&x->c, &x->m);
 	pthread_cleanup_pop(1);
 	return r;
 }
@@ -865,6 +949,10 @@ static long c_cond_wait(struct pc *x)
 static long c_cond_timedwait(struct pc *x)
 {
 	return cond_call(x, 1);
+}
+static long c_cond_clockwait(struct pc *x)
+{
+	return cond_call(x, 2);
 }
 static int held_in_handler(struct pc *x)
 {
@@ -912,14 +1000,21 @@ static const struct point points[] = {
 	{"send", s_pair_full, c_send, sock_nothing_sent, NULL, NULL, NR(SYS_sendto), 0},
 	{"sendto", s_pair_full, c_sendto, sock_nothing_sent, NULL, NULL, NR(SYS_sendto), 0},
 	{"sendmsg", s_pair_full, c_sendmsg, sock_nothing_sent, NULL, NULL, NR(SYS_sendmsg), 0},
+	{"recvmmsg", s_pair, c_recvmmsg, sock_kept, r_sock_data, NULL, NR(SYS_recvmmsg), 0},
+	{"sendmmsg", s_pair_full, c_sendmmsg, sock_nothing_sent, NULL, NULL, NR(SYS_sendmmsg), 0},
 	{"open(fifo)", s_fifo, c_open, no_new_fd, r_fifo_writer, t_fifo, NR(SYS_openat, SYS_open), 0},
+	{"openat(fifo)", s_fifo, c_openat, no_new_fd, r_fifo_writer, t_fifo, NR(SYS_openat), 0},
 	{"close", s_dupfd, c_close, still_open, NULL, NULL, NR(-1), NO_BLOCK},
 	{"fsync", s_tmpfile, c_fsync, NULL, NULL, NULL, NR(-1), NO_BLOCK},
 	{"fdatasync", s_tmpfile, c_fdatasync, NULL, NULL, NULL, NR(-1), NO_BLOCK},
 	{"fcntl(F_OFD_SETLKW)", s_ofd, c_ofd_setlkw, not_locked, r_ofd_unlock, NULL, NR(SYS_fcntl), 0},
+	{"fcntl(F_SETLKW)", s_locker, c_setlkw, NULL, r_child_go, t_child, NR(SYS_fcntl), 0},
+	{"lockf(F_LOCK)", s_locker, c_lockf, NULL, r_child_go, t_child, NR(SYS_fcntl), 0},
 	{"waitpid", s_child, c_waitpid, child_unreaped, r_child_go, t_child, NR(SYS_wait4), 0},
 	{"wait", s_child, c_wait, child_unreaped, r_child_go, t_child, NR(SYS_wait4), 0},
 	{"waitid", s_child, c_waitid, child_unreaped, r_child_go, t_child, NR(SYS_waitid), 0},
+	{"wait3", s_child, c_wait3, child_unreaped, r_child_go, t_child, NR(SYS_wait4), 0},
+	{"wait4", s_child, c_wait4, child_unreaped, r_child_go, t_child, NR(SYS_wait4), 0},
 	{"sigwait", s_sigusr1, c_sigwait, usr1_kept, r_usr1, NULL, NR(SYS_rt_sigtimedwait), 0},
 	{"sigwaitinfo", s_sigusr1, c_sigwaitinfo, usr1_kept, NULL, NULL, NR(SYS_rt_sigtimedwait), 0},
 	{"sigtimedwait", s_sigusr1, c_sigtimedwait, usr1_kept, NULL, NULL, NR(SYS_rt_sigtimedwait), 0},
@@ -930,10 +1025,14 @@ static const struct point points[] = {
 	{"mq_send", s_mq_snd, c_mq_send, mq_none, NULL, t_mq, NR(SYS_mq_timedsend), 0},
 	{"mq_timedsend", s_mq_snd, c_mq_timedsend, mq_none, NULL, t_mq, NR(SYS_mq_timedsend), 0},
 	{"pthread_join", s_join, c_join, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), NO_ASYNC},
+	{"pthread_timedjoin_np", s_join, c_timedjoin, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), NO_ASYNC},
+	{"pthread_clockjoin_np", s_join, c_clockjoin, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), NO_ASYNC},
 	{"pthread_cond_wait", s_cond, c_cond_wait, held_in_handler, r_cond, t_cond, NR(SYS_futex), NO_ASYNC},
 	{"pthread_cond_timedwait", s_cond, c_cond_timedwait, held_in_handler, r_cond, t_cond, NR(SYS_futex), NO_ASYNC},
+	{"pthread_cond_clockwait", s_cond, c_cond_clockwait, held_in_handler, r_cond, t_cond, NR(SYS_futex), NO_ASYNC},
 	{"sem_wait", s_sem, c_sem_wait, sem_kept, r_sem, NULL, NR(SYS_futex), NO_ASYNC | NOT_YET},
 	{"sem_timedwait", s_sem, c_sem_timedwait, sem_kept, r_sem, NULL, NR(SYS_futex), NO_ASYNC | NOT_YET},
+	{"sem_clockwait", s_sem, c_sem_clockwait, sem_kept, r_sem, NULL, NR(SYS_futex), NO_ASYNC | NOT_YET},
 };
 #define NPOINTS (sizeof points / sizeof *points)
 
