@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fallback: with WEFT_PRETEND_GLIBC=9.99 weft treats the running glibc as
 # unknown and forwards every call to glibc's own implementation.  A
-# threaded program must still work, weft_active() must return 0, and
+# threaded program must still work (pthread_sigmask included, which
+# must keep 32/33 out of the mask either way), weft_active() must
+# return 0, and
 # stderr must carry exactly one line starting with "weft:" that says so.
 # Control run without the variable: weft active, no "weft:" line.
 # The helper program is compiled here (the Makefile builds only t_*.c):
