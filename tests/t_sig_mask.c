@@ -6,6 +6,7 @@
      blocked; SIG_SETMASK likewise; glibc's sigprocmask hides them too;
    - a mask in which 32 was blocked behind weft's back (raw system call)
      is still reported without it;
+   - sigaction and signal refuse 32 and 33 (glibc's, EINVAL);
    - a bad `how` is EINVAL (and ignored with no set, as POSIX says);
    - the proof that it matters: a thread that blocked everything can
      still be cancelled asynchronously (SIGCANCEL reaches it), and
@@ -201,6 +202,21 @@ static int setxid_scenario(int wfd, void *arg)
 	return ok ? 0 : 5;
 }
 
+/* Nor can they be caught: glibc's sigaction refuses them. */
+static void not_catchable(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_IGN;
+	for (int sig = 32; sig <= 33; sig++) {
+		errno = 0;
+		CHECK_EQ(sigaction(sig, &sa, NULL), -1);
+		CHECK_ERR(errno, EINVAL);
+		CHECK(signal(sig, SIG_IGN) == SIG_ERR, "signal(%d) accepted", sig);
+	}
+}
+
 int main(void)
 {
 	pthread_t t;
@@ -213,6 +229,7 @@ int main(void)
 	CHECK_ERR(pthread_create(&t, NULL, in_thread, NULL), 0);
 	CHECK_ERR(pthread_join(t, NULL), 0);
 	cancel_blocked_thread();
+	not_catchable();
 	if (getuid() == 0) {
 		REQUIRE(run_child(setxid_scenario, NULL, 10000, &r) == 0, "fork");
 		CHECK(!r.timed_out && WIFEXITED(r.status) &&
