@@ -1,7 +1,8 @@
 /* Cancellation never loses a side effect (issue 5; glibc bug 12683).
    A weft thread sleeps in read() on an empty pipe (deferred type; seen
    asleep in the kernel through /proc before going on); main writes one
-   byte and at once cancels it.  Each round must end one of two ways:
+   byte and at once cancels it (every other round: cancels, then
+   writes).  Each round must end one of two ways:
      - read returned the byte (the thread records it) and the thread is
        cancelled at its next cancellation point (a read on a second,
        empty pipe: only the cancellation ends it, so a thread that
@@ -122,8 +123,14 @@ int main(void)
 			pthread_join(t, NULL);
 			break;
 		}
-		REQUIRE(write(p[1], "x", 1) == 1, "write");
-		CHECK_ERR(pthread_cancel(t), 0);
+		/* Both orders: the byte first, or the request first. */
+		if (rounds & 1) {
+			CHECK_ERR(pthread_cancel(t), 0);
+			REQUIRE(write(p[1], "x", 1) == 1, "write");
+		} else {
+			REQUIRE(write(p[1], "x", 1) == 1, "write");
+			CHECK_ERR(pthread_cancel(t), 0);
+		}
 		dl = deadline_in(CLOCK_REALTIME, 5000000000L);
 		if (pthread_timedjoin_np(t, &res, &dl) != 0) {
 			FAIL("round %d: the cancellation was lost (read gave %ld)",
