@@ -17,6 +17,7 @@
      children). */
 #include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "harness.h"
@@ -358,6 +359,8 @@ static int abort_scenario(int wfd, void *arg)
 	sigset_t s = set_of(SIGABRT, 0);
 
 	(void)wfd;
+	/* No core file left behind, whatever the machine's setting. */
+	setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0});
 	if (arg) {
 		signal(SIGABRT, on_abrt);
 		/* Others block SIGABRT, main included. */
