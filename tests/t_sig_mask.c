@@ -118,7 +118,9 @@ static void mask_checks(const char *who)
 	   unchanged after the error. */
 	sigemptyset(&s);
 	sigaddset(&s, SIGUSR1);
+	errno = 0;
 	CHECK_ERR(pthread_sigmask(99, &s, NULL), EINVAL);
+	CHECK_ERR(errno, 0); /* an error number, not -1 and errno */
 	CHECK_ERR(pthread_sigmask(-1, &s, &old), EINVAL);
 	CHECK_EQ(raw_mask(), 0);
 	CHECK_ERR(pthread_sigmask(99, NULL, &old), 0);
