@@ -24,7 +24,7 @@
    child process (such locks belong to a process); their pending case
    has no effect to check from inside the process.  close, fsync and
    fdatasync cannot be made to sleep: pending case only.
-   `t_cancel_points NAME` runs one row. */
+   `t_cancel_table NAME` runs one row. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <mqueue.h>
