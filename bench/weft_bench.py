@@ -71,6 +71,7 @@ SIZES = {
     "contention_K": ("1,2,4,8,16,32", "1,32"),
     "contention_e": (2000000, 20000),
     "latency_n": (100000, 1000),
+    "tsd_n": (2000000, 100000),         # calls per batch (a tenth for system calls)
 }
 
 # name, title, paper reference, headline metric description
@@ -99,6 +100,8 @@ EXPERIMENTS = [
      "TSC cycles, average; min and max in their own column (lower is better)"),
     ("contention", "Lock contention against critical regions", "seed 000 §7, Figure 3",
      "seconds for 32 threads to run all entries (lower is better)"),
+    ("tsd", "Thread-specific data and a cancellation point that does not cancel", "issue 5",
+     "ns per call in a created thread, best of 5 batches (lower is better)"),
 ]
 EXP_NAMES = [e[0] for e in EXPERIMENTS]
 
@@ -257,6 +260,10 @@ def build_plan(opt, S):
                 add(Config("broadcast", f"{'locked' if locked else 'plain'}-w{w}", "sync_broadcast",
                            (["-k"] if locked else []) + ["-w", w, "-r", r], "rounds_per_s", True,
                            pin, work=r * w))
+        for m in ("getspecific", "setspecific", "testcancel", "read", "write",
+                  "syscall_write"):
+            add(Config("tsd", m, "tsd_cancel", ["-n", S["tsd_n"]], f"{m}_ns", False, pin,
+                       work=S["tsd_n"]))
         for K in S["contention_K"]:
             add(Config("contention", f"K{K}", "sync_contention",
                        ["-t", 32, "-k", K, "-e", S["contention_e"]], "sec", False, pin, x=K,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fallback: with WEFT_PRETEND_GLIBC=9.99 weft treats the running glibc as
 # unknown and forwards every call to glibc's own implementation.  A
-# threaded program must still work, weft_active() must return 0, and
+# threaded program must still work (pthread_sigmask included, which
+# must keep 32/33 out of the mask either way), weft_active() must
+# return 0, and
 # stderr must carry exactly one line starting with "weft:" that says so.
 # Control run without the variable: weft active, no "weft:" line.
 # The helper program is compiled here (the Makefile builds only t_*.c):
@@ -18,8 +20,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cat >"$tmp/prog.c" <<'PROG'
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <weft.h>
 #pragma weak weft_active
 #pragma weak weft_self_origin
@@ -71,9 +76,19 @@ int main(void)
 		if (origins[i] != origins[0])
 			origin_ok = 0;
 	}
-	printf("active=%d main_origin=%d thread_origin=%d results=%s\n",
+	/* pthread_sigmask (exported by weft, forwarded in fallback): a
+	   set with every byte 0xff blocks SIGUSR1 but never 32/33. */
+	sigset_t all, old;
+	int mask_ok;
+	memset(&all, 0xff, sizeof all);
+	mask_ok = pthread_sigmask(SIG_BLOCK, &all, NULL) == 0 &&
+		  pthread_sigmask(SIG_BLOCK, NULL, &old) == 0 &&
+		  sigismember(&old, SIGUSR1) == 1 && sigismember(&old, 32) == 0 &&
+		  sigismember(&old, 33) == 0 &&
+		  pthread_sigmask(12345, &all, NULL) == EINVAL;
+	printf("active=%d main_origin=%d thread_origin=%d results=%s mask=%s\n",
 	       weft_active(), weft_self_origin(), origin_ok ? origins[0] : -9,
-	       sum == want ? "ok" : "bad");
+	       sum == want ? "ok" : "bad", mask_ok ? "ok" : "bad");
 	return sum == want ? 0 : 1;
 }
 PROG
@@ -93,7 +108,7 @@ fi
 run WEFT_ROOT="$root" >"$tmp/out0" 2>"$tmp/err0"
 rc=$?
 [ $rc -eq 0 ] || fail "control run: expected exit 0, got $rc ($(cat "$tmp/out0" "$tmp/err0"))"
-want0="active=1 main_origin=2 thread_origin=1 results=ok"
+want0="active=1 main_origin=2 thread_origin=1 results=ok mask=ok"
 [ "$(cat "$tmp/out0")" = "$want0" ] || fail "control run: expected '$want0', got '$(cat "$tmp/out0")'"
 ! grep -q '^weft:' "$tmp/err0" || fail "control run: unexpected weft: line on stderr: $(grep '^weft:' "$tmp/err0")"
 
@@ -102,7 +117,7 @@ for round in 1 2 3; do
 	run WEFT_PRETEND_GLIBC=9.99 >"$tmp/out1" 2>"$tmp/err1"
 	rc=$?
 	[ $rc -eq 0 ] || fail "fallback run $round: expected exit 0, got $rc ($(cat "$tmp/out1" "$tmp/err1"))"
-	want1="active=0 main_origin=0 thread_origin=0 results=ok"
+	want1="active=0 main_origin=0 thread_origin=0 results=ok mask=ok"
 	[ "$(cat "$tmp/out1")" = "$want1" ] || fail "fallback run $round: expected '$want1', got '$(cat "$tmp/out1")'"
 	n=$(grep -c '^weft:' "$tmp/err1")
 	[ "$n" -eq 1 ] || fail "fallback run $round: expected exactly 1 line starting with 'weft:' on stderr, got $n: $(cat "$tmp/err1")"

@@ -4,7 +4,11 @@
    not); a signal a thread sends itself is handled before pthread_kill
    returns; internal and out-of-range signals are EINVAL; and a storm of
    signals at threads that are exiting neither hangs nor crashes (the
-   exit waits for calls in flight, core/target.c). */
+   exit waits for calls in flight, core/target.c).  Also: pthread_kill
+   aimed at each of several weft threads runs the handler in that very
+   thread (the handler records its tid), and several values queued with
+   pthread_sigqueue on one real-time signal arrive in the order sent, in
+   the target thread. */
 #include <signal.h>
 #include <time.h>
 #include "t_sched_worker.h"
@@ -28,6 +32,96 @@ static void on_usr2(int sig)
 {
 	(void)sig;
 	handled = 1;
+}
+
+/* The handler of SIGURG records which thread ran it. */
+static volatile pid_t urg_tid;
+static void on_urg(int sig)
+{
+	(void)sig;
+	urg_tid = (pid_t)syscall(SYS_gettid);
+}
+
+/* Three parked workers; each pthread_kill must run the handler in the
+   thread it names, never in main (which does not block SIGURG either).
+   The worker sleeps in read(), which the handler interrupts and
+   SA_RESTART resumes. */
+static void kill_runs_in_target(void)
+{
+	enum { NW = 3 };
+	struct worker w[NW];
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_urg;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGURG, &sa, NULL);
+	for (int i = 0; i < NW; i++)
+		REQUIRE(worker_start(&w[i], NULL) == 0, "worker");
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < NW; i++) {
+			long end = mono_ns() + 5000000000L;
+
+			urg_tid = 0;
+			CHECK_ERR(pthread_kill(w[i].th, SIGURG), 0);
+			while (urg_tid == 0 && mono_ns() < end)
+				sched_yield();
+			CHECK_EQ(urg_tid, w[i].tid);
+		}
+	for (int i = 0; i < NW; i++) {
+		worker_do(&w[i], W_QUIT);
+		CHECK_ERR(pthread_join(w[i].th, NULL), 0);
+		worker_close(&w[i]);
+	}
+}
+
+/* Values queued on one real-time signal while the target blocks it are
+   collected by the target in the order they were sent. */
+#define NQ 16
+static int queued[NQ];
+static pid_t queued_tid;
+static void collect_queued(struct worker *w)
+{
+	sigset_t s;
+	siginfo_t si;
+
+	(void)w;
+	sigemptyset(&s);
+	sigaddset(&s, SIGRTMIN + 3);
+	for (int i = 0; i < NQ; i++) {
+		CHECK_EQ(sigwaitinfo(&s, &si), SIGRTMIN + 3);
+		CHECK_EQ(si.si_code, SI_QUEUE);
+		queued[i] = si.si_value.sival_int;
+	}
+	queued_tid = (pid_t)syscall(SYS_gettid);
+}
+
+static void sigqueue_order(void)
+{
+	pthread_attr_t a;
+	struct worker w;
+	sigset_t s, old;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGRTMIN + 3);
+	pthread_sigmask(SIG_BLOCK, &s, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setsigmask_np(&a, &s);
+	REQUIRE(worker_start(&w, &a) == 0, "worker");
+	pthread_attr_destroy(&a);
+	for (int i = 0; i < NQ; i++)
+		CHECK_ERR(pthread_sigqueue(w.th, SIGRTMIN + 3,
+					   (union sigval){.sival_int = 1000 + i}),
+			  0);
+	w.hook = collect_queued;
+	worker_do(&w, W_HOOK);
+	for (int i = 0; i < NQ; i++)
+		CHECK_EQ(queued[i], 1000 + i);
+	CHECK_EQ(queued_tid, w.tid);
+	worker_do(&w, W_QUIT);
+	CHECK_ERR(pthread_join(w.th, NULL), 0);
+	worker_close(&w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void kill_self(struct worker *w)
@@ -167,7 +261,9 @@ int main(void)
 	sa.sa_handler = on_usr2;
 	sigaction(SIGUSR2, &sa, NULL);
 	sigqueue_value();
+	sigqueue_order();
 	kill_probe();
+	kill_runs_in_target();
 	storm();
 	TEST_DONE();
 }

@@ -1,9 +1,11 @@
 /* set*id in a multithreaded process: the kernel keeps credentials per
    thread, so glibc (and weft with it) must apply setresgid/setresuid to
    every thread.  In a forked child running as root: a created thread
-   calls setresgid, main calls setresuid; every thread (main, created
-   ones blocked meanwhile, and a new one) must then see the new ids in
-   the raw getresuid/getresgid system calls.  Before that, 300
+   calls setresgid, another created thread calls setresuid; every thread
+   (main, created ones blocked meanwhile, and a new one) must then see
+   the new ids in the raw getresuid/getresgid system calls, and main
+   reads every task's Uid and Gid lines in /proc/self/task/TID/status
+   (all four ids: real, effective, saved, filesystem).  Before that, 300
    setresgid calls race with a thread creating and joining threads (a
    set*id call waits for every listed thread: creation must not block
    it).  Skipped (exit 0 with a
@@ -11,6 +13,7 @@
 #include "harness.h"
 #include "child.h"
 
+#include <dirent.h>
 #include <grp.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -68,9 +71,12 @@ static void *worker(void *arg)
 		FAIL("setresgid from a thread: %s", strerror(errno));
 	pthread_barrier_wait(&bar); /* 1: gid changed */
 	check_ids(who, 0, NOBODY);
-	pthread_barrier_wait(&bar); /* 2: main changes the uid */
+	pthread_barrier_wait(&bar); /* 2: thread 1 changes the uid */
+	if (i == 1 && setresuid(NOBODY, NOBODY, NOBODY) != 0)
+		FAIL("setresuid from a thread: %s", strerror(errno));
 	pthread_barrier_wait(&bar); /* 3: uid changed */
 	check_ids(who, NOBODY, NOBODY);
+	pthread_barrier_wait(&bar); /* 4: main read /proc */
 	return NULL;
 }
 
@@ -94,6 +100,66 @@ static void *churn(void *arg)
 		n++;
 	}
 	return (void *)n;
+}
+
+/* The four ids of a "Uid:" or "Gid:" line all equal `want`. */
+static int line_ok(const char *line, long want)
+{
+	char *p = strchr(line, ':');
+	int n = 0;
+
+	while (p && n < 4) {
+		char *end;
+		long v = strtol(p + 1, &end, 10);
+
+		if (end == p + 1 || v != want)
+			return 0;
+		n++;
+		p = end;
+	}
+	return n == 4;
+}
+
+/* Every task of the process, as the kernel reports it in /proc.
+   Returns the number of tasks seen. */
+static int proc_check_all(long want_uid, long want_gid)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int tasks = 0;
+
+	if (!d) {
+		FAIL("opendir /proc/self/task: %s", strerror(errno));
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		char path[300], line[256];
+		int seen = 0;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		tasks++;
+		while (fgets(line, sizeof line, f)) {
+			if (strncmp(line, "Uid:", 4) == 0) {
+				seen++;
+				if (!line_ok(line, want_uid))
+					FAIL("task %s: %s", e->d_name, line);
+			} else if (strncmp(line, "Gid:", 4) == 0) {
+				seen++;
+				if (!line_ok(line, want_gid))
+					FAIL("task %s: %s", e->d_name, line);
+			}
+		}
+		fclose(f);
+		if (seen != 2)
+			FAIL("task %s: Uid/Gid lines missing", e->d_name);
+	}
+	closedir(d);
+	return tasks;
 }
 
 static void *late(void *arg)
@@ -127,16 +193,17 @@ static int scenario(int wfd, void *arg)
 	pthread_join(ch, NULL);
 
 	pthread_barrier_init(&bar, NULL, NT + 1);
+	CHECK_EQ(proc_check_all(0, 0), 1);
 	for (intptr_t i = 0; i < NT; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)i) != 0)
 			return 3;
 	pthread_barrier_wait(&bar); /* 1 */
 	check_ids("main after setresgid in a thread", 0, NOBODY);
 	pthread_barrier_wait(&bar); /* 2 */
-	if (setresuid(NOBODY, NOBODY, NOBODY) != 0)
-		FAIL("setresuid from main: %s", strerror(errno));
 	pthread_barrier_wait(&bar); /* 3 */
-	check_ids("main after setresuid", NOBODY, NOBODY);
+	check_ids("main after setresuid in a thread", NOBODY, NOBODY);
+	CHECK_EQ(proc_check_all(NOBODY, NOBODY), NT + 1);
+	pthread_barrier_wait(&bar); /* 4 */
 	for (int i = 0; i < NT; i++)
 		pthread_join(t[i], NULL);
 	if (pthread_create(&t[NT], NULL, late, NULL) != 0)

@@ -50,8 +50,11 @@ WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 	struct weft_tsd_value *v;
 	uintptr_t seq;
 
+	/* No "key exists" test needed: a slot's value is non-NULL only when
+	   it was stored under an odd (live) sequence, which an unused or
+	   deleted key's even one never equals. */
 	if (active() && (v = tsd_fast_slot(key, &seq)) != NULL)
-		return (seq & 1) && v->seq == seq ? v->value : NULL;
+		return v->seq == seq ? v->value : NULL;
 	return getspecific_slow(key);
 }
 

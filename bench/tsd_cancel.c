@@ -1,0 +1,144 @@
+/* bench/tsd_cancel.c - the cost of thread-specific data and of a
+ * cancellation point that does not cancel (issue 5, "Benchmark").
+ *
+ *   tsd_cancel [-n N]
+ *
+ * In one thread made by pthread_create (a weft thread when libweft is
+ * preloaded, a glibc thread otherwise), times N calls of each of
+ *   getspecific   pthread_getspecific of a key set in this thread
+ *   setspecific   pthread_setspecific of that key (alternating values)
+ *   testcancel    pthread_testcancel, nothing pending
+ *   write         write(2) of 1 byte to /dev/null: a cancellation point
+ *                 whose system call is as cheap as it gets
+ *   read          read(2) of 1 byte from /dev/zero: likewise
+ *   syscall_write the same write through syscall(SYS_write), which is
+ *                 not a cancellation point: the difference to `write`
+ *                 is what the cancellation point machinery costs
+ * and prints the nanoseconds per call, each the best of 5 batches of N
+ * (the minimum filters out interruptions; the driver takes medians over
+ * runs).  Default N = 2,000,000 (200,000 for the system calls).
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "common.h"
+
+static long n_fast = 2000000, n_sys = 200000;
+static pthread_key_t key;
+static int fd_null, fd_zero;
+
+typedef void (*op_fn)(long n);
+
+static void op_get(long n)
+{
+	void *sink = NULL;
+
+	for (long i = 0; i < n; i++) {
+		sink = pthread_getspecific(key);
+		__asm__ volatile("" : : "r"(sink) : "memory");
+	}
+}
+
+static void op_set(long n)
+{
+	for (long i = 0; i < n; i++)
+		pthread_setspecific(key, (void *)(uintptr_t)(i | 1));
+}
+
+static void op_testcancel(long n)
+{
+	for (long i = 0; i < n; i++)
+		pthread_testcancel();
+}
+
+static void op_write(long n)
+{
+	char c = 0;
+
+	for (long i = 0; i < n; i++)
+		if (write(fd_null, &c, 1) != 1)
+			bench_die("write", errno);
+}
+
+static void op_read(long n)
+{
+	char c;
+
+	for (long i = 0; i < n; i++)
+		if (read(fd_zero, &c, 1) != 1)
+			bench_die("read", errno);
+}
+
+static void op_raw_write(long n)
+{
+	char c = 0;
+
+	for (long i = 0; i < n; i++)
+		if (syscall(SYS_write, fd_null, &c, 1) != 1)
+			bench_die("syscall write", errno);
+}
+
+/* Best of 5 batches, in ns per call. */
+static double time_op(op_fn fn, long n)
+{
+	double best = 1e30;
+
+	fn(n / 10); /* warm-up */
+	for (int b = 0; b < 5; b++) {
+		double t0 = bench_now(), dt;
+
+		fn(n);
+		dt = (bench_now() - t0) * 1e9 / (double)n;
+		if (dt < best)
+			best = dt;
+	}
+	return best;
+}
+
+static double res[6];
+
+static void *bench_thread(void *arg)
+{
+	(void)arg;
+	if (pthread_setspecific(key, (void *)1) != 0)
+		bench_die("pthread_setspecific", EINVAL);
+	res[0] = time_op(op_get, n_fast);
+	res[1] = time_op(op_set, n_fast);
+	res[2] = time_op(op_testcancel, n_fast);
+	res[3] = time_op(op_write, n_sys);
+	res[4] = time_op(op_read, n_sys);
+	res[5] = time_op(op_raw_write, n_sys);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t;
+	int opt, err;
+
+	while ((opt = getopt(argc, argv, "n:")) != -1) {
+		if (opt == 'n') {
+			n_fast = bench_arg_long("-n", optarg);
+			n_sys = n_fast / 10 > 0 ? n_fast / 10 : 1;
+		} else {
+			fprintf(stderr, "usage: %s [-n N]\n", argv[0]);
+			return 2;
+		}
+	}
+	fd_null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	fd_zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	if (fd_null < 0 || fd_zero < 0)
+		bench_die("open", errno);
+	if ((err = pthread_key_create(&key, NULL)) != 0)
+		bench_die("pthread_key_create", err);
+	if ((err = pthread_create(&t, NULL, bench_thread, NULL)) != 0)
+		bench_die("pthread_create", err);
+	pthread_join(t, NULL);
+	printf("RESULT getspecific_ns=%.2f setspecific_ns=%.2f testcancel_ns=%.2f "
+	       "write_ns=%.1f read_ns=%.1f syscall_write_ns=%.1f n=%ld "
+	       "pthread_lib=%s\n",
+	       res[0], res[1], res[2], res[3], res[4], res[5], n_fast,
+	       bench_pthread_lib());
+	return 0;
+}
