@@ -139,6 +139,29 @@ int cancel_set_type(int type, int *oldtype)
      enabled, ASYNC bit          elsewhere (user async type,   unwind from
                                   or libc's own point)         here
      enabled, deferred           elsewhere                     none (pending) */
+/* Whether the thread was stopped right after a system call inside libc
+   that completed (its result is not -EINTR): one of libc's own
+   cancellation points (stdio's reads and writes, system, ...; weft
+   interposes the others), which run with the asynchronous type around
+   their system call.  Acting there would lose what the call did (glibc
+   bug 12683), so the cancellation stays pending for the next
+   cancellation point.  The kernel delivers a signal to a thread blocked
+   in a system call on the way out of it, so this is where the common
+   race lands; a signal that arrives in the few instructions between
+   that and the end of libc's window still acts.  A thread whose own type
+   is asynchronous has no business in libc (only the three
+   async-cancel-safe calls are allowed), so treating libc's code alone
+   this way costs it nothing. */
+static int completed_libc_syscall(const ucontext_t *uc, uintptr_t ip)
+{
+	const unsigned char *p = (const unsigned char *)ip;
+
+	if (ip < host_libc_text_lo + 2 || ip >= host_libc_text_hi)
+		return 0;
+	return p[-2] == 0x0f && p[-1] == 0x05 &&
+	       uc->uc_mcontext.gregs[REG_RAX] != -EINTR;
+}
+
 static void sigcancel(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
@@ -160,7 +183,7 @@ static void sigcancel(int sig, siginfo_t *si, void *ctx)
 	}
 	if (weft_in_cp)
 		return;
-	if (old & HOST_CANCEL_ASYNC)
+	if ((old & HOST_CANCEL_ASYNC) && !completed_libc_syscall(uc, ip))
 		cancel_act();
 }
 

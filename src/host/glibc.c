@@ -358,6 +358,8 @@ struct libc_tls {
 	size_t size;
 };
 
+uintptr_t host_libc_text_lo, host_libc_text_hi;
+
 static int find_libc_tls(struct dl_phdr_info *info, size_t sz, void *data)
 {
 	struct libc_tls *lt = data;
@@ -366,9 +368,17 @@ static int find_libc_tls(struct dl_phdr_info *info, size_t sz, void *data)
 	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6") ||
 	    !info->dlpi_tls_data)
 		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_TLS)
-			lt->size = info->dlpi_phdr[i].p_memsz;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_TLS)
+			lt->size = ph->p_memsz;
+		/* libc's code, for the cancellation handler (core/cancel.c) */
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			host_libc_text_lo = info->dlpi_addr + ph->p_vaddr;
+			host_libc_text_hi = host_libc_text_lo + ph->p_memsz;
+		}
+	}
 	lt->off = (char *)info->dlpi_tls_data - tp();
 	return 1;
 }

@@ -87,6 +87,9 @@ static inline int host_self_tid(void)
 /* Writes the `words` of libc malloc state into the new thread's TLS. */
 void host_malloc_state_install(char *tcb, const uintptr_t *words);
 
+/* libc's executable segment [lo, hi), found at start-up (0 if not). */
+extern uintptr_t host_libc_text_lo, host_libc_text_hi;
+
 /* Registers the calling thread's robust list head (glibc's field) with
    the kernel; needed before the thread first locks a robust mutex. */
 void host_robust_list_register(char *tcb);
