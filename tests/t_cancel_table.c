@@ -7,17 +7,17 @@
      deferred  the thread sleeps in the call (seen in the kernel: state
                'S' in /proc/self/task/TID/stat and the expected system
                call in .../syscall), then is cancelled;
-     async     the same with PTHREAD_CANCEL_ASYNCHRONOUS (system-call
-               points only).
+     async     the same with PTHREAD_CANCEL_ASYNCHRONOUS (for the
+               futex-based points, which are not async-cancel-safe,
+               weft runs the call as deferred and restores the type).
    Every case must give PTHREAD_CANCELED at the join and run the cleanup
    handler.  A thread that is not cancelled is released (signal, data,
    post...) and the case fails with the point's name.
 
-   Rows flagged NOT_YET are points weft does not make cancellable today
-   (sem_wait, sem_timedwait and sem_clockwait, weft's own semaphores): they are run and
-   reported as KNOWN-FAIL without failing the test while glibc's
-   engine is in use; they count once weft serves pthread_testcancel
-   (its own engine) or with WEFT_CANCEL_STRICT=1.  A NOT_YET row that passes is reported as XPASS.
+   A row flagged NOT_YET (none today) is a point weft does not make
+   cancellable yet: run and reported as KNOWN-FAIL without failing the
+   test, unless weft serves pthread_testcancel or WEFT_CANCEL_STRICT=1;
+   one that passes is reported as XPASS.
    connect: a blocking connect to a listening unix socket whose backlog
    is full sleeps in the kernel, so it is driven like the others.
    fcntl(F_SETLKW) and lockf: the conflicting POSIX lock is held by a
@@ -1024,15 +1024,15 @@ static const struct point points[] = {
 	{"mq_timedreceive", s_mq_rcv, c_mq_timedreceive, mq_one, NULL, t_mq, NR(SYS_mq_timedreceive), 0},
 	{"mq_send", s_mq_snd, c_mq_send, mq_none, NULL, t_mq, NR(SYS_mq_timedsend), 0},
 	{"mq_timedsend", s_mq_snd, c_mq_timedsend, mq_none, NULL, t_mq, NR(SYS_mq_timedsend), 0},
-	{"pthread_join", s_join, c_join, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), NO_ASYNC},
-	{"pthread_timedjoin_np", s_join, c_timedjoin, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), NO_ASYNC},
-	{"pthread_clockjoin_np", s_join, c_clockjoin, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), NO_ASYNC},
-	{"pthread_cond_wait", s_cond, c_cond_wait, held_in_handler, r_cond, t_cond, NR(SYS_futex), NO_ASYNC},
-	{"pthread_cond_timedwait", s_cond, c_cond_timedwait, held_in_handler, r_cond, t_cond, NR(SYS_futex), NO_ASYNC},
-	{"pthread_cond_clockwait", s_cond, c_cond_clockwait, held_in_handler, r_cond, t_cond, NR(SYS_futex), NO_ASYNC},
-	{"sem_wait", s_sem, c_sem_wait, sem_kept, r_sem, NULL, NR(SYS_futex), NO_ASYNC | NOT_YET},
-	{"sem_timedwait", s_sem, c_sem_timedwait, sem_kept, r_sem, NULL, NR(SYS_futex), NO_ASYNC | NOT_YET},
-	{"sem_clockwait", s_sem, c_sem_clockwait, sem_kept, r_sem, NULL, NR(SYS_futex), NO_ASYNC | NOT_YET},
+	{"pthread_join", s_join, c_join, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), 0},
+	{"pthread_timedjoin_np", s_join, c_timedjoin, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), 0},
+	{"pthread_clockjoin_np", s_join, c_clockjoin, joinee_joinable, r_joinee_end, t_join, NR(SYS_futex), 0},
+	{"pthread_cond_wait", s_cond, c_cond_wait, held_in_handler, r_cond, t_cond, NR(SYS_futex), 0},
+	{"pthread_cond_timedwait", s_cond, c_cond_timedwait, held_in_handler, r_cond, t_cond, NR(SYS_futex), 0},
+	{"pthread_cond_clockwait", s_cond, c_cond_clockwait, held_in_handler, r_cond, t_cond, NR(SYS_futex), 0},
+	{"sem_wait", s_sem, c_sem_wait, sem_kept, r_sem, NULL, NR(SYS_futex), 0},
+	{"sem_timedwait", s_sem, c_sem_timedwait, sem_kept, r_sem, NULL, NR(SYS_futex), 0},
+	{"sem_clockwait", s_sem, c_sem_clockwait, sem_kept, r_sem, NULL, NR(SYS_futex), 0},
 };
 #define NPOINTS (sizeof points / sizeof *points)
 

@@ -67,6 +67,31 @@ static inline void cancel_test(void)
 int cancel_set_state(int state, int *old);
 int cancel_set_type(int type, int *old);
 
+/* Condition waits, joins and semaphore waits are cancellation points
+   but not async-cancel-safe: an unwind from an arbitrary instruction
+   could leave a condvar's internal lock held or a waiter linked.  A
+   thread with the asynchronous type runs them as deferred, so it is
+   cancelled only at their cancellation point (before or in the futex
+   sleep), as a deferred thread is, and gets its type back on return
+   (acting then on a request that came meanwhile, as setcanceltype does).
+   The deferred default costs one load. */
+static inline int cancel_defer_begin(void)
+{
+	if (__builtin_expect(!(__atomic_load_n(cancel_self_word(),
+					       __ATOMIC_RELAXED) &
+			       HOST_CANCEL_ASYNC),
+			     1))
+		return 0;
+	cancel_set_type(PTHREAD_CANCEL_DEFERRED, NULL);
+	return 1;
+}
+
+static inline void cancel_defer_end(int was_async)
+{
+	if (was_async)
+		cancel_set_type(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+}
+
 /* --- unwind.c --------------------------------------------------------- */
 
 /* pthread_exit: records the value, sets EXITING, unwinds. */

@@ -9,6 +9,7 @@
    This file is compiled with -fexceptions for that (see the Makefile). */
 #include <errno.h>
 
+#include "cancel.h"
 #include "../kernel/futex.h"
 #include "thread.h"
 
@@ -110,7 +111,7 @@ static int claim_and_wait(struct weft_thread *t, enum weft_join_mode mode)
 	return 0;
 }
 
-int thread_join(struct weft_thread *t, void **result, int clock,
+static int thread_join_deferred(struct weft_thread *t, void **result, int clock,
 		const struct timespec *abstime, enum weft_join_mode mode)
 {
 	int err;
@@ -134,6 +135,17 @@ int thread_join(struct weft_thread *t, void **result, int clock,
 		*result = t->result;
 	thread_reclaim(t);
 	return 0;
+}
+
+/* The asynchronous type is deferred meanwhile (core/cancel.h). */
+int thread_join(struct weft_thread *t, void **result, int clock,
+		const struct timespec *abstime, enum weft_join_mode mode)
+{
+	int was_async = cancel_defer_begin();
+	int r = thread_join_deferred(t, result, clock, abstime, mode);
+
+	cancel_defer_end(was_async);
+	return r;
 }
 
 int thread_detach(struct weft_thread *t)

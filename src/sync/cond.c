@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include "../core/cancel.h"
 #include "cond.h"
 #include "../core/thread.h"
 
@@ -222,7 +223,7 @@ static void private_unwound(struct wait_ctx *x)
 		cond_signal(x->c);
 }
 
-int cond_wait(struct wcond *c, struct wmutex *m, int clock,
+static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 	      const struct timespec *abstime)
 {
 	int r;
@@ -260,6 +261,17 @@ int cond_wait(struct wcond *c, struct wmutex *m, int clock,
 	/* A picked waiter takes the word as contended: others may have
 	   been requeued onto it behind us. */
 	mutex_reacquire_after_wait(m, x.depth, r == 0);
+	return r;
+}
+
+/* The asynchronous type is deferred meanwhile (core/cancel.h). */
+int cond_wait(struct wcond *c, struct wmutex *m, int clock,
+	      const struct timespec *abstime)
+{
+	int was_async = cancel_defer_begin();
+	int r = cond_wait_deferred(c, m, clock, abstime);
+
+	cancel_defer_end(was_async);
 	return r;
 }
 

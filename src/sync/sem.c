@@ -124,7 +124,7 @@ static void sem_unwound(struct sem_waiter *w)
    acts even when a token is there, as in glibc; the sleep is a
    cancellable futex wait, and a wake-up that has happened is not lost
    to a cancellation (the token stays for another waiter). */
-int sem_do_wait(sem_t *sem, clockid_t clock, const struct timespec *abstime)
+static int sem_wait_deferred(sem_t *sem, clockid_t clock, const struct timespec *abstime)
 {
 	struct weft_sem *s = wsem(sem);
 	struct sem_waiter w __attribute__((cleanup(sem_unwound))) = {.s = s};
@@ -152,6 +152,16 @@ int sem_do_wait(sem_t *sem, clockid_t clock, const struct timespec *abstime)
 		}
 		d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
 	}
+}
+
+/* The asynchronous type is deferred meanwhile (core/cancel.h). */
+int sem_do_wait(sem_t *sem, clockid_t clock, const struct timespec *abstime)
+{
+	int was_async = cancel_defer_begin();
+	int r = sem_wait_deferred(sem, clock, abstime);
+
+	cancel_defer_end(was_async);
+	return r;
 }
 
 int sem_do_getvalue(sem_t *sem, int *out)
