@@ -63,8 +63,12 @@ fetch() {
 # one-line format); needs root, as apt-get source itself does not.
 derive_deb_src() {
 	local out=/etc/apt/sources.list.d/weft-deb-src
-	if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
-		cat /etc/apt/sources.list.d/*.sources |
+	local f srcs=()
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && [ "$f" != "$out.sources" ] && srcs+=("$f")
+	done
+	if [ ${#srcs[@]} -gt 0 ]; then
+		cat "${srcs[@]}" |
 			awk 'BEGIN{RS=""; ORS="\n\n"} /Types:[^\n]*deb/ {sub(/Types:[^\n]*/, "Types: deb-src"); print}' \
 			>"$out.sources" || return 1
 		[ -s "$out.sources" ]
