@@ -181,7 +181,7 @@ run_mode() { # mode -> results file
 }
 
 # ------------------------------------------------------------ known.txt
-# "test<TAB>class<TAB>reason"; class is test-wrong, untested,
+# "test<TAB>class<TAB>reason"; class is test-wrong, untested, weft-fixed,
 # environment or weft-gap (see the file's header).
 known_class() { awk -F'\t' -v t="$1" '$1 == t { print $2; exit }' "$known" 2>/dev/null; }
 known_reason() { awk -F'\t' -v t="$1" '$1 == t { print $3; exit }' "$known" 2>/dev/null; }
