@@ -116,21 +116,40 @@ verdict() { # exit status -> PTS word
 	esac
 }
 
+# Time limits that differ from WEFT_PTS_TIMEOUT.  Four tests never end
+# in one library or both, as known.txt explains (an endless loop in the
+# test; glibc's destroy waiting forever for a waiter): 15 s shows it.
+# pthread_cond_broadcast/1-2 (24 scenarios of up to 10,000 threads or
+# 200 processes) took 50-190 s per run on the loaded 2-core VM.
+limit_for() { # test
+	case $1 in
+	pthread_create/1-6 | pthread_equal/2-1 | pthread_barrier_destroy/2-1 | \
+	pthread_cond_destroy/speculative/4-1)
+		echo $((limit < 15 ? limit : 15)) ;;
+	pthread_cond_broadcast/1-2 | pthread_cond_signal/1-2)
+		echo $((limit > 400 ? limit : 400)) ;;
+	*) echo "$limit" ;;
+	esac
+}
+
 run_one() { # mode test [run-name]
-	local mode=$1 t=$2 name=${3:-$1} bin rc dir
+	local mode=$1 t=$2 name=${3:-$1} bin rc dir lim t0
 	bin="$work/bin/$(echo "$t" | tr / :)"
 	dir="$work/run.$name/$(echo "$t" | tr / :)"
+	lim=$(limit_for "$t")
 	rm -rf "$dir"; mkdir -p "$dir"
+	t0=$(date +%s%N)
 	(
 		cd "$dir" || exit 99
 		if [ "$mode" = weft ]; then
 			LD_PRELOAD="$lib" WEFT_REPORT="$dir/weft.report" \
-				timeout -k 5 "$limit" "$bin" </dev/null >out 2>&1
+				timeout -k 5 "$lim" "$bin" </dev/null >out 2>&1
 		else
-			env -u LD_PRELOAD timeout -k 5 "$limit" "$bin" </dev/null >out 2>&1
+			env -u LD_PRELOAD timeout -k 5 "$lim" "$bin" </dev/null >out 2>&1
 		fi
 	)
 	rc=$?
+	echo $((($(date +%s%N) - t0) / 1000000)) >"$dir/ms"
 	# A child the test forked may outlive it (the test crashed first).
 	pkill -KILL -xf "$bin" 2>/dev/null
 	echo "$t $(verdict $rc)"
@@ -141,7 +160,7 @@ run_one() { # mode test [run-name]
 		echo "$t" >>"$work/served.weft"
 	fi
 }
-export -f run_one verdict
+export -f run_one verdict limit_for
 export work lib limit
 
 # Named semaphores the tests left behind would change the next run;
@@ -279,5 +298,14 @@ fi
 echo
 echo "glibc PASS but not weft: $(awk '$2 == "PASS"' "$work/differences" | wc -l) in the first run; $flaky flaky (passed on retry), $bad failing and not documented as test-wrong"
 echo "logs: $work/run.{glibc,weft}/<test>/out (retries: run.<mode>.retryN)"
+# Time per test (from the first runs), to keep the whole under CI's budget.
+while IFS= read -r t; do
+	d=$(echo "$t" | tr / :)
+	echo "$t $(cat "$work/run.glibc/$d/ms" 2>/dev/null || echo 0) $(cat "$work/run.weft/$d/ms" 2>/dev/null || echo 0)"
+done <"$work/tests.list" >"$work/times"
+awk '{ g += $2; w += $3 } END { printf "time in tests: glibc %d s, weft %d s\n", g / 1000, w / 1000 }' "$work/times"
+echo "slowest (s: glibc weft):"
+awk '{ print ($2 > $3 ? $2 : $3), $0 }' "$work/times" | sort -rn | head -n 5 |
+	awk '{ printf "  %-45s %6.1f %6.1f\n", $2, $3 / 1000, $4 / 1000 }'
 echo "check-posix took $(( $(date +%s) - started )) s"
 [ "$bad" -eq 0 ]
