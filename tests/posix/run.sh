@@ -13,6 +13,16 @@
 #   WEFT_PTS_TIMEOUT  seconds per test (default 60)
 #   WEFT_PTS_JOBS     tests run at once (default 1: several tests measure
 #                     time and a loaded machine makes them flaky)
+#   WEFT_PTS_RETRIES  retries of a test glibc passed and weft did not
+#                     (default 3, in both modes; 1 for the tests with a
+#                     longer time limit)
+#   WEFT_PTS_KNOWN    the examined-tests file (default tests/posix/known.txt)
+#
+# Every test whose result is not a plain PASS under glibc, or differs
+# between glibc and weft, was examined: tests/posix/known.txt gives the
+# verdict and the reason, and docs/posix.md the details.  Exit status 1
+# only when a test glibc passed never passed under weft (first run and
+# retries) and known.txt does not document it as test-wrong.
 set -u
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -20,7 +30,10 @@ lib="$root/build/libweft.so"
 work=${WEFT_PTS_DIR:-$root/build/posix}
 limit=${WEFT_PTS_TIMEOUT:-60}
 jobs=${WEFT_PTS_JOBS:-1}
+retries=${WEFT_PTS_RETRIES:-3}
 pattern=${1:-.}
+known=${WEFT_PTS_KNOWN:-$root/tests/posix/known.txt}
+started=$(date +%s)
 mkdir -p "$work"
 
 die() { echo "check-posix: $*" >&2; exit 2; }
@@ -51,8 +64,12 @@ fetch() {
 # one-line format); needs root, as apt-get source itself does not.
 derive_deb_src() {
 	local out=/etc/apt/sources.list.d/weft-deb-src
-	if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
-		cat /etc/apt/sources.list.d/*.sources |
+	local f srcs=()
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && [ "$f" != "$out.sources" ] && srcs+=("$f")
+	done
+	if [ ${#srcs[@]} -gt 0 ]; then
+		cat "${srcs[@]}" |
 			awk 'BEGIN{RS=""; ORS="\n\n"} /Types:[^\n]*deb/ {sub(/Types:[^\n]*/, "Types: deb-src"); print}' \
 			>"$out.sources" || return 1
 		[ -s "$out.sources" ]
@@ -100,44 +117,129 @@ verdict() { # exit status -> PTS word
 	esac
 }
 
-run_one() { # mode test
-	local mode=$1 t=$2 bin rc dir
+# Time limits that differ from WEFT_PTS_TIMEOUT.  Four tests never end
+# in one library or both, as known.txt explains (an endless loop in the
+# test; glibc's destroy waiting forever for a waiter): 15 s shows it.
+# pthread_cond_broadcast/1-2 (24 scenarios of up to 10,000 threads or
+# 200 processes) took 50-190 s per run on the loaded 2-core VM.
+limit_for() { # test
+	case $1 in
+	pthread_create/1-6 | pthread_equal/2-1 | pthread_barrier_destroy/2-1 | \
+	pthread_cond_destroy/speculative/4-1)
+		echo $((limit < 15 ? limit : 15)) ;;
+	pthread_cond_broadcast/1-2 | pthread_cond_signal/1-2)
+		echo $((limit > 400 ? limit : 400)) ;;
+	*) echo "$limit" ;;
+	esac
+}
+
+run_one() { # mode test [run-name]
+	local mode=$1 t=$2 name=${3:-$1} bin rc dir lim t0
 	bin="$work/bin/$(echo "$t" | tr / :)"
-	dir="$work/run.$mode/$(echo "$t" | tr / :)"
+	dir="$work/run.$name/$(echo "$t" | tr / :)"
+	lim=$(limit_for "$t")
 	rm -rf "$dir"; mkdir -p "$dir"
+	t0=$(date +%s%N)
 	(
 		cd "$dir" || exit 99
 		if [ "$mode" = weft ]; then
-			LD_PRELOAD="$lib" WEFT_REPORT="$dir/weft.report" \
-				timeout -k 5 "$limit" "$bin" >out 2>&1
+			# Preloaded into the test only: `timeout` would also
+			# write an exit report and "prove" weft served a test
+			# that died.
+			timeout -k 5 "$lim" env LD_PRELOAD="$lib" \
+				WEFT_REPORT="$dir/weft.report" "$bin" </dev/null >out 2>&1
 		else
-			env -u LD_PRELOAD timeout -k 5 "$limit" "$bin" >out 2>&1
+			env -u LD_PRELOAD timeout -k 5 "$lim" "$bin" </dev/null >out 2>&1
 		fi
 	)
 	rc=$?
+	echo $((($(date +%s%N) - t0) / 1000000)) >"$dir/ms"
 	# A child the test forked may outlive it (the test crashed first).
 	pkill -KILL -xf "$bin" 2>/dev/null
 	echo "$t $(verdict $rc)"
 	# Proof that weft served the process: its exit report says active=1
 	# (a process ended by _exit or a signal writes none).
-	if [ "$mode" = weft ] && grep -qx 'active=1' "$dir/weft.report" 2>/dev/null; then
+	if [ "$mode" = weft ] && [ "$name" = weft ] &&
+	   grep -qx 'active=1' "$dir/weft.report" 2>/dev/null; then
 		echo "$t" >>"$work/served.weft"
 	fi
 }
-export -f run_one verdict
+export -f run_one verdict limit_for
 export work lib limit
 
-run_mode() { # mode -> results file
-	local mode=$1
-	echo "running under $mode ..." >&2
-	local before
-	before=$(ls /dev/shm 2>/dev/null | grep '^sem\.' | sort)
-	xargs -a "$work/tests.list" -P "$jobs" -I{} bash -c 'run_one "$0" "$1"' "$mode" {} |
-		sort >"$work/results.$mode"
-	# Named semaphores the tests left behind would change the next run;
-	# only those that appeared during this run are removed.
-	comm -13 <(echo "$before") <(ls /dev/shm 2>/dev/null | grep '^sem\.' | sort) |
+# Named semaphores the tests left behind would change the next run;
+# only those that appeared since `sems_before` are removed.
+sems_now() { ls /dev/shm 2>/dev/null | grep '^sem\.' | sort; }
+sems_clean() { # before-list
+	comm -13 <(echo "$1") <(sems_now) |
 		while IFS= read -r f; do [ -n "$f" ] && rm -f "/dev/shm/$f"; done
+}
+
+# The tests that set the system clock (pthread_cond_init/1-2 and 2-2
+# move CLOCK_REALTIME a week ahead and back) would make any timed test
+# running beside them time out early: they run last, one at a time,
+# after every other test of the mode has finished.
+split_clock_movers() { # srcdir
+	local src=$1 t
+	: >"$work/tests.plain"; : >"$work/tests.clock"
+	while IFS= read -r t; do
+		if grep -qE 'clock_settime|settimeofday|[^_]stime *\(' \
+			"$src/conformance/interfaces/$t.c"; then
+			echo "$t" >>"$work/tests.clock"
+		else
+			echo "$t" >>"$work/tests.plain"
+		fi
+	done <"$work/tests.list"
+}
+
+run_mode() { # mode -> results file
+	local mode=$1 before
+	echo "running under $mode ..." >&2
+	before=$(sems_now)
+	{
+		xargs -a "$work/tests.plain" -P "$jobs" -I{} bash -c 'run_one "$0" "$1"' "$mode" {}
+		while IFS= read -r t; do run_one "$mode" "$t"; done <"$work/tests.clock"
+	} | sort >"$work/results.$mode"
+	sems_clean "$before"
+}
+
+# ------------------------------------------------------------ known.txt
+# "test<TAB>class<TAB>reason"; class is test-wrong, untested, weft-fixed,
+# environment or weft-gap (see the file's header).
+known_class() { awk -F'\t' -v t="$1" '$1 == t { print $2; exit }' "$known" 2>/dev/null; }
+known_reason() { awk -F'\t' -v t="$1" '$1 == t { print $3; exit }' "$known" 2>/dev/null; }
+annotate() { # test
+	local c
+	c=$(known_class "$1")
+	if [ -n "$c" ]; then
+		echo "      [$c] $(known_reason "$1")"
+	else
+		echo "      [NOT EXAMINED] not in tests/posix/known.txt"
+	fi
+}
+
+# Retries, one test at a time, alternating the modes: "glibc PASS, weft
+# not" can be a test racing with itself on a loaded machine.
+# A test with a long time limit is retried once: three more rounds of
+# 400 s in each mode would blow CI's budget.
+retries_for() { # test
+	if [ "$(limit_for "$1")" -gt "$limit" ] && [ "$retries" -gt 1 ]; then
+		echo 1
+	else
+		echo "$retries"
+	fi
+}
+
+retry() { # test -> "weft_passes glibc_passes tries"
+	local t=$1 i wp=0 gp=0 before n
+	n=$(retries_for "$t")
+	before=$(sems_now)
+	for ((i = 1; i <= n; i++)); do
+		[ "$(run_one weft "$t" "weft.retry$i" | awk '{print $2}')" = PASS ] && wp=$((wp + 1))
+		[ "$(run_one glibc "$t" "glibc.retry$i" | awk '{print $2}')" = PASS ] && gp=$((gp + 1))
+	done
+	sems_clean "$before"
+	echo "$wp $gp $n"
 }
 
 summary() { # file
@@ -153,6 +255,7 @@ src=$(fetch) || exit 2
 rm -f "$work/build-failures"
 build "$src"
 [ -s "$work/tests.list" ] || die "no tests matched '$pattern'"
+split_clock_movers "$src"
 run_mode glibc
 rm -f "$work/served.weft"
 run_mode weft
@@ -161,12 +264,63 @@ echo
 echo "glibc: $(summary "$work/results.glibc")"
 echo "weft:  $(summary "$work/results.weft")"
 echo "weft served (exit report with active=1): $(sort -u "$work/served.weft" 2>/dev/null | wc -l) of $(wc -l <"$work/tests.list") tests"
+if [ -s "$work/build-failures" ]; then
+	echo "not built (no main or a build error; see bin/*.buildlog): $(wc -l <"$work/build-failures")"
+	sed 's/^/  /' "$work/build-failures"
+fi
+
+echo
+echo "glibc did not pass (test: glibc weft):"
+join "$work/results.glibc" "$work/results.weft" | awk '$2 != "PASS"' >"$work/glibc-nonpass"
+if [ -s "$work/glibc-nonpass" ]; then
+	while read -r t g w; do
+		printf "  %-45s %s %s\n" "$t" "$g" "$w"
+		annotate "$t"
+	done <"$work/glibc-nonpass"
+else
+	echo "  none"
+fi
+
 echo
 echo "differences (test: glibc -> weft):"
-join "$work/results.glibc" "$work/results.weft" |
-	awk '$2 != $3 { printf "  %-45s %s -> %s\n", $1, $2, $3; d++ }
-	     END { if (!d) print "  none" }'
-echo "logs: $work/run.{glibc,weft}/<test>/out"
-# Failure: a test glibc passes does not pass under weft.
-join "$work/results.glibc" "$work/results.weft" |
-	awk '$2 == "PASS" && $3 != "PASS" { bad++ } END { exit bad ? 1 : 0 }'
+join "$work/results.glibc" "$work/results.weft" | awk '$2 != $3' >"$work/differences"
+bad=0 flaky=0
+: >"$work/verdicts"
+if [ -s "$work/differences" ]; then
+	while read -r t g w; do
+		printf "  %-45s %s -> %s\n" "$t" "$g" "$w"
+		annotate "$t"
+		[ "$g" = PASS ] || continue
+		# glibc passed, weft did not: retry in both modes.
+		read -r wp gp n < <(retry "$t")
+		echo "      weft $wp/$n PASS, glibc $gp/$n PASS on retry"
+		if [ "$wp" -gt 0 ]; then
+			echo "      => FLAKY under weft (passed $wp of $((n + 1)) runs)"
+			echo "$t FLAKY" >>"$work/verdicts"
+			flaky=$((flaky + 1))
+		elif [ "$(known_class "$t")" = test-wrong ]; then
+			echo "      => never passed under weft; documented as test-wrong"
+			echo "$t KNOWN" >>"$work/verdicts"
+		else
+			echo "      => FAILS under weft (never passed in $((n + 1)) runs)"
+			echo "$t FAIL" >>"$work/verdicts"
+			bad=$((bad + 1))
+		fi
+	done <"$work/differences"
+else
+	echo "  none"
+fi
+echo
+echo "glibc PASS but not weft: $(awk '$2 == "PASS"' "$work/differences" | wc -l) in the first run; $flaky flaky (passed on retry), $bad failing and not documented as test-wrong"
+echo "logs: $work/run.{glibc,weft}/<test>/out (retries: run.<mode>.retryN)"
+# Time per test (from the first runs), to keep the whole under CI's budget.
+while IFS= read -r t; do
+	d=$(echo "$t" | tr / :)
+	echo "$t $(cat "$work/run.glibc/$d/ms" 2>/dev/null || echo 0) $(cat "$work/run.weft/$d/ms" 2>/dev/null || echo 0)"
+done <"$work/tests.list" >"$work/times"
+awk '{ g += $2; w += $3 } END { printf "time in tests: glibc %d s, weft %d s\n", g / 1000, w / 1000 }' "$work/times"
+echo "slowest (s: glibc weft):"
+awk '{ print ($2 > $3 ? $2 : $3), $0 }' "$work/times" | sort -rn | head -n 5 |
+	awk '{ printf "  %-45s %6.1f %6.1f\n", $2, $3 / 1000, $4 / 1000 }'
+echo "check-posix took $(( $(date +%s) - started )) s"
+[ "$bad" -eq 0 ]
