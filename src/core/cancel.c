@@ -20,6 +20,7 @@
 #include <ucontext.h>
 
 #include "../kernel/syscall.h"
+#include "../arch/x86_64/syscall_cp_window.h"
 #include "cancel.h"
 
 __thread int weft_in_cp __attribute__((tls_model("initial-exec")));
@@ -181,6 +182,13 @@ static void sigcancel(int sig, siginfo_t *si, void *ctx)
 		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)weft_cp_cancel;
 		return;
 	}
+	/* The windows expanded inline in the interposed points. */
+	for (const struct weft_cp_window *cw = __start_weft_cp_windows;
+	     cw < __stop_weft_cp_windows; cw++)
+		if (ip >= cw->begin && ip < cw->end) {
+			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)cw->cancel;
+			return;
+		}
 	if (weft_in_cp)
 		return;
 	if ((old & HOST_CANCEL_ASYNC) && !completed_libc_syscall(uc, ip))

@@ -17,7 +17,7 @@
 
 /* After -EINTR: the call did nothing, so a due cancellation acts
    (close excepted: the descriptor is released anyway). */
-__attribute__((noinline)) static long interrupted(long nr)
+__attribute__((noinline)) long weft_cp_interrupted(long nr)
 {
 	if (nr != SYS_close && cancel_due(__atomic_load_n(cancel_self_word(),
 							   __ATOMIC_ACQUIRE)))
@@ -43,7 +43,7 @@ __attribute__((noinline)) static long marked(long a1, long a2, long a3,
 		__atomic_fetch_and(w, ~HOST_CANCEL_ASYNC, __ATOMIC_ACQ_REL);
 	weft_in_cp = outer;
 	if (r == -EINTR)
-		interrupted(nr);
+		weft_cp_interrupted(nr);
 	/* The thread's own type is asynchronous: a request that came in
 	   during the call acts now, as it would have anywhere else.  (In a
 	   nested point the bit is the outer point's.) */
@@ -67,6 +67,6 @@ long weft_syscall_cp(long a1, long a2, long a3, long a4, long a5, long a6,
 		return marked(a1, a2, a3, a4, a5, a6, nr);
 	r = weft_syscall_cp_asm(a1, a2, a3, a4, a5, a6, nr);
 	if (__builtin_expect(r == -EINTR, 0))
-		return interrupted(nr);
+		return weft_cp_interrupted(nr);
 	return r;
 }

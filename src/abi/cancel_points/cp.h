@@ -17,6 +17,7 @@
 
 #include <errno.h>
 
+#include "../../core/cancel_inline.h"
 #include "../../kernel/syscall_cp.h"
 #include "../export.h"
 

@@ -15,28 +15,28 @@ WEFT_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	if (!cp_serving())
 		return GLIBC_FN(read)(fd, buf, n);
-	return cp_ret(sys_cp3(SYS_read, fd, buf, n));
+	return cp_ret(cp_sys3(SYS_read, fd, buf, n));
 }
 
 WEFT_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	if (!cp_serving())
 		return GLIBC_FN(write)(fd, buf, n);
-	return cp_ret(sys_cp3(SYS_write, fd, buf, n));
+	return cp_ret(cp_sys3(SYS_write, fd, buf, n));
 }
 
 WEFT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
 	if (!cp_serving())
 		return GLIBC_FN(readv)(fd, iov, n);
-	return cp_ret(sys_cp3(SYS_readv, fd, iov, n));
+	return cp_ret(cp_sys3(SYS_readv, fd, iov, n));
 }
 
 WEFT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
 	if (!cp_serving())
 		return GLIBC_FN(writev)(fd, iov, n);
-	return cp_ret(sys_cp3(SYS_writev, fd, iov, n));
+	return cp_ret(cp_sys3(SYS_writev, fd, iov, n));
 }
 
 /* off_t is 64 bits on x86-64: the 64 names are the same functions. */
@@ -44,7 +44,7 @@ WEFT_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
 	if (!cp_serving())
 		return GLIBC_FN(pread)(fd, buf, n, off);
-	return cp_ret(sys_cp4(SYS_pread64, fd, buf, n, off));
+	return cp_ret(cp_sys4(SYS_pread64, fd, buf, n, off));
 }
 WEFT_ALIAS(pread64, pread);
 
@@ -52,7 +52,7 @@ WEFT_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	if (!cp_serving())
 		return GLIBC_FN(pwrite)(fd, buf, n, off);
-	return cp_ret(sys_cp4(SYS_pwrite64, fd, buf, n, off));
+	return cp_ret(cp_sys4(SYS_pwrite64, fd, buf, n, off));
 }
 WEFT_ALIAS(pwrite64, pwrite);
 
@@ -64,7 +64,7 @@ static int wants_mode(int flags)
 
 static int do_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-	return (int)cp_ret(sys_cp4(SYS_openat, dirfd, path, flags, mode));
+	return (int)cp_ret(cp_sys4(SYS_openat, dirfd, path, flags, mode));
 }
 
 WEFT_EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -115,21 +115,21 @@ WEFT_EXPORT int close(int fd)
 {
 	if (!cp_serving())
 		return GLIBC_FN(close)(fd);
-	return (int)cp_ret(sys_cp1(SYS_close, fd));
+	return (int)cp_ret(cp_sys1(SYS_close, fd));
 }
 
 WEFT_EXPORT int fsync(int fd)
 {
 	if (!cp_serving())
 		return GLIBC_FN(fsync)(fd);
-	return (int)cp_ret(sys_cp1(SYS_fsync, fd));
+	return (int)cp_ret(cp_sys1(SYS_fsync, fd));
 }
 
 WEFT_EXPORT int fdatasync(int fd)
 {
 	if (!cp_serving())
 		return GLIBC_FN(fdatasync)(fd);
-	return (int)cp_ret(sys_cp1(SYS_fdatasync, fd));
+	return (int)cp_ret(cp_sys1(SYS_fdatasync, fd));
 }
 
 /* Only the waiting lock commands are cancellation points; every other
@@ -137,7 +137,7 @@ WEFT_EXPORT int fdatasync(int fd)
 static int fcntl_common(int fd, int cmd, void *arg)
 {
 	if (cp_serving() && (cmd == F_SETLKW || cmd == F_OFD_SETLKW))
-		return (int)cp_ret(sys_cp3(SYS_fcntl, fd, cmd, arg));
+		return (int)cp_ret(cp_sys3(SYS_fcntl, fd, cmd, arg));
 	return GLIBC_FN(fcntl64)(fd, cmd, arg);
 }
 
@@ -174,7 +174,7 @@ WEFT_EXPORT int lockf(int fd, int cmd, off_t len)
 
 	if (!cp_serving() || cmd != F_LOCK)
 		return GLIBC_FN(lockf)(fd, cmd, len);
-	return (int)cp_ret(sys_cp3(SYS_fcntl, fd, F_SETLKW, &fl));
+	return (int)cp_ret(cp_sys3(SYS_fcntl, fd, F_SETLKW, &fl));
 }
 WEFT_ALIAS(lockf64, lockf);
 
@@ -183,5 +183,5 @@ WEFT_EXPORT int tcdrain(int fd)
 {
 	if (!cp_serving())
 		return GLIBC_FN(tcdrain)(fd);
-	return (int)cp_ret(sys_cp3(SYS_ioctl, fd, TCSBRK, 1));
+	return (int)cp_ret(cp_sys3(SYS_ioctl, fd, TCSBRK, 1));
 }

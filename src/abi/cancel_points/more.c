@@ -21,7 +21,7 @@ WEFT_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off)
 {
 	if (!cp_serving())
 		return GLIBC_FN(preadv)(fd, iov, n, off);
-	return cp_ret(sys_cp5(SYS_preadv, fd, iov, n, OFF_LO(off), OFF_HI(off)));
+	return cp_ret(cp_sys5(SYS_preadv, fd, iov, n, OFF_LO(off), OFF_HI(off)));
 }
 WEFT_ALIAS(preadv64, preadv);
 
@@ -29,7 +29,7 @@ WEFT_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off)
 {
 	if (!cp_serving())
 		return GLIBC_FN(pwritev)(fd, iov, n, off);
-	return cp_ret(sys_cp5(SYS_pwritev, fd, iov, n, OFF_LO(off), OFF_HI(off)));
+	return cp_ret(cp_sys5(SYS_pwritev, fd, iov, n, OFF_LO(off), OFF_HI(off)));
 }
 WEFT_ALIAS(pwritev64, pwritev);
 
@@ -38,7 +38,7 @@ WEFT_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off,
 {
 	if (!cp_serving())
 		return GLIBC_FN(preadv2)(fd, iov, n, off, flags);
-	return cp_ret(sys_cp6(SYS_preadv2, fd, iov, n, OFF_LO(off), OFF_HI(off), flags));
+	return cp_ret(cp_sys6(SYS_preadv2, fd, iov, n, OFF_LO(off), OFF_HI(off), flags));
 }
 WEFT_ALIAS(preadv64v2, preadv2);
 
@@ -47,7 +47,7 @@ WEFT_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off,
 {
 	if (!cp_serving())
 		return GLIBC_FN(pwritev2)(fd, iov, n, off, flags);
-	return cp_ret(sys_cp6(SYS_pwritev2, fd, iov, n, OFF_LO(off), OFF_HI(off), flags));
+	return cp_ret(cp_sys6(SYS_pwritev2, fd, iov, n, OFF_LO(off), OFF_HI(off), flags));
 }
 WEFT_ALIAS(pwritev64v2, pwritev2);
 
@@ -56,14 +56,14 @@ WEFT_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 {
 	if (!cp_serving())
 		return GLIBC_FN(recvmmsg)(fd, v, n, flags, tmo);
-	return (int)cp_ret(sys_cp5(SYS_recvmmsg, fd, v, n, flags, tmo));
+	return (int)cp_ret(cp_sys5(SYS_recvmmsg, fd, v, n, flags, tmo));
 }
 
 WEFT_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
 	if (!cp_serving())
 		return GLIBC_FN(sendmmsg)(fd, v, n, flags);
-	return (int)cp_ret(sys_cp4(SYS_sendmmsg, fd, v, n, flags));
+	return (int)cp_ret(cp_sys4(SYS_sendmmsg, fd, v, n, flags));
 }
 
 #ifndef SYS_epoll_pwait2
@@ -75,7 +75,7 @@ WEFT_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 {
 	if (!cp_serving())
 		return GLIBC_FN(epoll_pwait2)(epfd, ev, max, tmo, mask);
-	return (int)cp_ret(sys_cp6(SYS_epoll_pwait2, epfd, ev, max, tmo, mask,
+	return (int)cp_ret(cp_sys6(SYS_epoll_pwait2, epfd, ev, max, tmo, mask,
 				   CP_NSIG_BYTES));
 }
 
@@ -83,14 +83,14 @@ WEFT_EXPORT int msync(void *addr, size_t len, int flags)
 {
 	if (!cp_serving())
 		return GLIBC_FN(msync)(addr, len, flags);
-	return (int)cp_ret(sys_cp3(SYS_msync, addr, len, flags));
+	return (int)cp_ret(cp_sys3(SYS_msync, addr, len, flags));
 }
 
 WEFT_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 {
 	if (!cp_serving())
 		return GLIBC_FN(fallocate)(fd, mode, off, len);
-	return (int)cp_ret(sys_cp4(SYS_fallocate, fd, mode, off, len));
+	return (int)cp_ret(cp_sys4(SYS_fallocate, fd, mode, off, len));
 }
 WEFT_ALIAS(fallocate64, fallocate);
 
@@ -98,7 +98,7 @@ WEFT_EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
 {
 	if (!cp_serving())
 		return GLIBC_FN(sync_file_range)(fd, off, n, flags);
-	return (int)cp_ret(sys_cp4(SYS_sync_file_range, fd, off, n, flags));
+	return (int)cp_ret(cp_sys4(SYS_sync_file_range, fd, off, n, flags));
 }
 
 WEFT_EXPORT ssize_t copy_file_range(int in, off_t *in_off, int out,
@@ -106,7 +106,7 @@ WEFT_EXPORT ssize_t copy_file_range(int in, off_t *in_off, int out,
 {
 	if (!cp_serving())
 		return GLIBC_FN(copy_file_range)(in, in_off, out, out_off, n, flags);
-	return cp_ret(sys_cp6(SYS_copy_file_range, in, in_off, out, out_off, n,
+	return cp_ret(cp_sys6(SYS_copy_file_range, in, in_off, out, out_off, n,
 			      flags));
 }
 
@@ -115,14 +115,14 @@ WEFT_EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off,
 {
 	if (!cp_serving())
 		return GLIBC_FN(splice)(in, in_off, out, out_off, n, flags);
-	return cp_ret(sys_cp6(SYS_splice, in, in_off, out, out_off, n, flags));
+	return cp_ret(cp_sys6(SYS_splice, in, in_off, out, out_off, n, flags));
 }
 
 WEFT_EXPORT ssize_t tee(int in, int out, size_t n, unsigned int flags)
 {
 	if (!cp_serving())
 		return GLIBC_FN(tee)(in, out, n, flags);
-	return cp_ret(sys_cp4(SYS_tee, in, out, n, flags));
+	return cp_ret(cp_sys4(SYS_tee, in, out, n, flags));
 }
 
 WEFT_EXPORT ssize_t vmsplice(int fd, const struct iovec *iov, size_t n,
@@ -130,14 +130,14 @@ WEFT_EXPORT ssize_t vmsplice(int fd, const struct iovec *iov, size_t n,
 {
 	if (!cp_serving())
 		return GLIBC_FN(vmsplice)(fd, iov, n, flags);
-	return cp_ret(sys_cp4(SYS_vmsplice, fd, iov, n, flags));
+	return cp_ret(cp_sys4(SYS_vmsplice, fd, iov, n, flags));
 }
 
 WEFT_EXPORT ssize_t getrandom(void *buf, size_t n, unsigned int flags)
 {
 	if (!cp_serving())
 		return GLIBC_FN(getrandom)(buf, n, flags);
-	return cp_ret(sys_cp3(SYS_getrandom, buf, n, flags));
+	return cp_ret(cp_sys3(SYS_getrandom, buf, n, flags));
 }
 
 WEFT_EXPORT int open_by_handle_at(int mountfd, struct file_handle *h,
@@ -145,5 +145,5 @@ WEFT_EXPORT int open_by_handle_at(int mountfd, struct file_handle *h,
 {
 	if (!cp_serving())
 		return GLIBC_FN(open_by_handle_at)(mountfd, h, flags);
-	return (int)cp_ret(sys_cp3(SYS_open_by_handle_at, mountfd, h, flags));
+	return (int)cp_ret(cp_sys3(SYS_open_by_handle_at, mountfd, h, flags));
 }

@@ -10,7 +10,7 @@ WEFT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (!cp_serving())
 		return GLIBC_FN(poll)(fds, n, timeout);
-	return (int)cp_ret(sys_cp3(SYS_poll, fds, n, timeout));
+	return (int)cp_ret(cp_sys3(SYS_poll, fds, n, timeout));
 }
 
 /* glibc's ppoll leaves the caller's timeout alone (the system call
@@ -26,7 +26,7 @@ WEFT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 		copy = *tmo;
 		t = &copy;
 	}
-	return (int)cp_ret(sys_cp5(SYS_ppoll, fds, n, t, mask, CP_NSIG_BYTES));
+	return (int)cp_ret(cp_sys5(SYS_ppoll, fds, n, t, mask, CP_NSIG_BYTES));
 }
 
 /* Linux's select writes the time left into *tv, as glibc's does. */
@@ -35,7 +35,7 @@ WEFT_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e,
 {
 	if (!cp_serving())
 		return GLIBC_FN(select)(n, r, w, e, tv);
-	return (int)cp_ret(sys_cp5(SYS_select, n, r, w, e, tv));
+	return (int)cp_ret(cp_sys5(SYS_select, n, r, w, e, tv));
 }
 
 /* pselect6's sixth argument: the mask and its size. */
@@ -56,7 +56,7 @@ WEFT_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e,
 		copy = *tmo;
 		t = &copy;
 	}
-	return (int)cp_ret(sys_cp6(SYS_pselect6, n, r, w, e, t, &m));
+	return (int)cp_ret(cp_sys6(SYS_pselect6, n, r, w, e, t, &m));
 }
 
 WEFT_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max,
@@ -64,7 +64,7 @@ WEFT_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max,
 {
 	if (!cp_serving())
 		return GLIBC_FN(epoll_wait)(epfd, ev, max, timeout);
-	return (int)cp_ret(sys_cp4(SYS_epoll_wait, epfd, ev, max, timeout));
+	return (int)cp_ret(cp_sys4(SYS_epoll_wait, epfd, ev, max, timeout));
 }
 
 WEFT_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max,
@@ -72,6 +72,6 @@ WEFT_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max,
 {
 	if (!cp_serving())
 		return GLIBC_FN(epoll_pwait)(epfd, ev, max, timeout, mask);
-	return (int)cp_ret(sys_cp6(SYS_epoll_pwait, epfd, ev, max, timeout,
+	return (int)cp_ret(cp_sys6(SYS_epoll_pwait, epfd, ev, max, timeout,
 				   mask, CP_NSIG_BYTES));
 }

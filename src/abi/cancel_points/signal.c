@@ -29,7 +29,7 @@ static long timed_wait(const sigset_t *set, siginfo_t *info,
 		       const struct timespec *tmo)
 {
 	ksigset_t k = wait_set(set);
-	long r = sys_cp4(SYS_rt_sigtimedwait, &k, info, tmo, CP_NSIG_BYTES);
+	long r = cp_sys4(SYS_rt_sigtimedwait, &k, info, tmo, CP_NSIG_BYTES);
 
 	if (r > 0 && info && info->si_code == SI_TKILL)
 		info->si_code = SI_USER;
@@ -76,5 +76,5 @@ WEFT_EXPORT int sigsuspend(const sigset_t *mask)
 	if (!cp_serving())
 		return GLIBC_FN(sigsuspend)(mask);
 	k = wait_set(mask);
-	return (int)cp_ret(sys_cp2(SYS_rt_sigsuspend, &k, CP_NSIG_BYTES));
+	return (int)cp_ret(cp_sys2(SYS_rt_sigsuspend, &k, CP_NSIG_BYTES));
 }

@@ -20,7 +20,7 @@ static int do_clock_nanosleep(clockid_t clock, int flags,
 		return EINVAL;
 	if (clock == CLOCK_PROCESS_CPUTIME_ID)
 		clock = PROCESS_CPUCLOCK_SCHED;
-	r = sys_cp4(SYS_clock_nanosleep, clock, flags, req, rem);
+	r = cp_sys4(SYS_clock_nanosleep, clock, flags, req, rem);
 	return r < 0 ? (int)-r : 0;
 }
 
@@ -75,5 +75,5 @@ WEFT_EXPORT int pause(void)
 {
 	if (!cp_serving())
 		return GLIBC_FN(pause)();
-	return (int)cp_ret(sys_cp0(SYS_pause));
+	return (int)cp_ret(cp_sys0(SYS_pause));
 }

@@ -10,26 +10,26 @@ WEFT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
 	if (!cp_serving())
 		return GLIBC_FN(wait4)(pid, status, options, ru);
-	return (pid_t)cp_ret(sys_cp4(SYS_wait4, pid, status, options, ru));
+	return (pid_t)cp_ret(cp_sys4(SYS_wait4, pid, status, options, ru));
 }
 
 WEFT_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 {
 	if (!cp_serving())
 		return GLIBC_FN(waitpid)(pid, status, options);
-	return (pid_t)cp_ret(sys_cp4(SYS_wait4, pid, status, options, NULL));
+	return (pid_t)cp_ret(cp_sys4(SYS_wait4, pid, status, options, NULL));
 }
 
 WEFT_EXPORT pid_t wait(int *status)
 {
 	if (!cp_serving())
 		return GLIBC_FN(wait)(status);
-	return (pid_t)cp_ret(sys_cp4(SYS_wait4, -1, status, 0, NULL));
+	return (pid_t)cp_ret(cp_sys4(SYS_wait4, -1, status, 0, NULL));
 }
 
 WEFT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
 	if (!cp_serving())
 		return GLIBC_FN(waitid)(type, id, info, options);
-	return (int)cp_ret(sys_cp5(SYS_waitid, type, id, info, options, NULL));
+	return (int)cp_ret(cp_sys5(SYS_waitid, type, id, info, options, NULL));
 }

@@ -1,0 +1,66 @@
+/* weft_syscall_cp expanded in the caller (docs/cancel.md): the libc
+   cancellation points weft interposes (src/abi/cancel_points/) use this,
+   so a point that is not cancelled makes no call besides the system
+   call itself.  The logic is cancel_cp.c's, the window
+   arch/x86_64/syscall_cp_window.h's. */
+#ifndef WEFT_CORE_CANCEL_INLINE_H
+#define WEFT_CORE_CANCEL_INLINE_H
+
+#include <errno.h>
+
+#include "../arch/x86_64/syscall_cp_window.h"
+#include "cancel.h"
+
+/* cancel_cp.c: after -EINTR, acts on a due cancellation (not for close). */
+long weft_cp_interrupted(long nr);
+
+static inline __attribute__((always_inline)) long
+cancel_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	/* With other threads alive (one may ask for a cancellation during
+	   the call), the marks of cancel_cp.c: weft_in_cp for the handler,
+	   the ASYNC bit so that a canceller sends the signal. */
+	int marked = __atomic_load_n(host_nthreads_word, __ATOMIC_RELAXED) > 1;
+	int *w = 0;
+	int outer = 0, old = 0;
+	long r;
+
+	if (__builtin_expect(marked, 1)) {
+		w = cancel_self_word();
+		outer = weft_in_cp;
+		weft_in_cp = 1;
+		old = __atomic_fetch_or(w, HOST_CANCEL_ASYNC, __ATOMIC_ACQ_REL);
+	}
+	r = arch_syscall_cp_window(nr, a1, a2, a3, a4, a5, a6);
+	if (__builtin_expect(marked, 1)) {
+		if (!(old & HOST_CANCEL_ASYNC))
+			__atomic_fetch_and(w, ~HOST_CANCEL_ASYNC,
+					   __ATOMIC_ACQ_REL);
+		weft_in_cp = outer;
+	}
+	if (__builtin_expect(r == -EINTR, 0))
+		return weft_cp_interrupted(nr);
+	/* The thread's own type is asynchronous: a request that came in
+	   during the call acts now.  (In a nested point the bit is the
+	   outer point's.) */
+	if (__builtin_expect(marked && !outer && (old & HOST_CANCEL_ASYNC), 0) &&
+	    cancel_due_async(__atomic_load_n(w, __ATOMIC_ACQUIRE)))
+		cancel_act();
+	return r;
+}
+
+#define cp_sys0(n) cancel_syscall(n, 0, 0, 0, 0, 0, 0)
+#define cp_sys1(n, a) cancel_syscall(n, (long)(a), 0, 0, 0, 0, 0)
+#define cp_sys2(n, a, b) cancel_syscall(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define cp_sys3(n, a, b, c)                                                    \
+	cancel_syscall(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define cp_sys4(n, a, b, c, d)                                                 \
+	cancel_syscall(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define cp_sys5(n, a, b, c, d, e)                                              \
+	cancel_syscall(n, (long)(a), (long)(b), (long)(c), (long)(d),         \
+		       (long)(e), 0)
+#define cp_sys6(n, a, b, c, d, e, f)                                           \
+	cancel_syscall(n, (long)(a), (long)(b), (long)(c), (long)(d),         \
+		       (long)(e), (long)(f))
+
+#endif
