@@ -46,6 +46,10 @@ __attribute__((noreturn, used)) void weft_cp_act(void)
 	cancel_act();
 }
 
+/* weft_in_cp's place in every thread's static TLS, from the thread
+   pointer (the same in all threads); set by cancel_init. */
+static long weft_in_cp_off;
+
 int cancel_request(char *tcb)
 {
 	int *w = host_cancel_word(tcb);
@@ -74,8 +78,17 @@ int cancel_request(char *tcb)
 			return 0;
 		}
 		if (__atomic_compare_exchange_n(w, &old, want, 1,
-						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			return 0;
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			/* A deferred target asleep in one of weft's inline
+			   points (cancel_inline.h) is woken by the signal too:
+			   its weft_in_cp flag, read after the full barrier of
+			   the CAS (it sets the flag with an exchange before it
+			   reads the word: one of the two sees the other). */
+			return tcb != (char *)arch_thread_pointer() &&
+			       !(want & HOST_CANCEL_DISABLED) &&
+			       __atomic_load_n((int *)(tcb + weft_in_cp_off),
+					       __ATOMIC_SEQ_CST);
+		}
 	}
 }
 
@@ -209,6 +222,8 @@ struct ksigaction {
 void cancel_init(void)
 {
 	struct ksigaction sa;
+
+	weft_in_cp_off = (char *)&weft_in_cp - (char *)arch_thread_pointer();
 
 	memset(&sa, 0, sizeof sa);
 	sa.handler = sigcancel;
