@@ -170,6 +170,32 @@ static inline struct timespec deadline_in(clockid_t clock, long ns)
 	return ts;
 }
 
+/* Polls (at most `ns`) until the thread `tid` of this process sleeps in
+   the kernel (state S in /proc/self/task/TID/stat): how a test knows a
+   thread is blocked in a call, without sleeping as synchronisation.
+   Returns 1 when seen asleep, 0 at the deadline. */
+static inline int task_asleep(pid_t tid, long ns)
+{
+	char path[64], buf[512];
+	long end = mono_ns() + ns;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	while (mono_ns() < end) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+		char *p;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		p = strrchr(buf, ')'); /* the state follows "(comm) " */
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return 1;
+		sched_yield();
+	}
+	return 0;
+}
+
 /* A "Key: N kB" line of /proc/self/status, in KiB (-1 if absent). */
 static inline long proc_status_kib(const char *key)
 {

@@ -29,24 +29,7 @@
 
 static int wait_asleep(pid_t tid)
 {
-	char path[64], buf[512];
-	long end = mono_ns() + 5000000000L;
-
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-	while (mono_ns() < end) {
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-		char *p;
-
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return 1;
-		sched_yield();
-	}
-	return 0;
+	return task_asleep(tid, 5000000000L);
 }
 
 /* --- each point, pending-before and blocked-in ------------------------ */

@@ -107,27 +107,12 @@ static int wait_asleep(struct locker *k)
 {
 	struct timespec ms = {0, 1000000};
 	long end = mono_ns() + 5000000000L;
-	char path[64], buf[512];
 	pid_t tid;
 
 	while (!(tid = __atomic_load_n(&k->tid, __ATOMIC_ACQUIRE)) &&
 	       mono_ns() < end)
 		nanosleep(&ms, NULL);
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-	while (mono_ns() < end) {
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-		char *p;
-
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return 1;
-		nanosleep(&ms, NULL);
-	}
-	return 0;
+	return tid && task_asleep(tid, end - mono_ns());
 }
 
 /* Rule (a), pthread_rwlock_rdlock/2-1 and 2-2. */
