@@ -41,7 +41,7 @@ $(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o $(B)/obj/src/sync/sem.o: LIB_C
 # The interposed cancellation points expand the cancellable system call
 # inline; its cancel path calls from inside the function, so no red zone
 # (src/arch/x86_64/syscall_cp_window.h).
-$(B)/obj/src/abi/cancel_points/%.o: LIB_CFLAGS += -mno-red-zone
+$(B)/obj/src/abi/cancel_points/%.o $(B)/obj/src/core/cancel_cp.o: LIB_CFLAGS += -mno-red-zone
 
 $(B)/obj/%.o: %.S Makefile
 	@mkdir -p $(dir $@)

@@ -26,7 +26,6 @@
 __thread int weft_in_cp __attribute__((tls_model("initial-exec")));
 
 /* Labels in arch/x86_64/syscall_cp.S. */
-extern const char weft_cp_begin[], weft_cp_end[], weft_cp_cancel[];
 extern void weft_sigreturn(void);
 
 __attribute__((noreturn)) void cancel_act(void)
@@ -39,8 +38,9 @@ __attribute__((noreturn)) void cancel_act(void)
 	cancel_unwind(*host_unwind_chain(tcb));
 }
 
-/* The jump target of syscall_cp.S's cancel path: a C frame whose caller
-   is weft_syscall_cp's, so the unwinder walks on from there. */
+/* Called from a cancellable system call's cancel label
+   (syscall_cp_window.h), inside the function that expanded it, so the
+   unwinder walks on with that function's unwind data. */
 __attribute__((noreturn, used)) void weft_cp_act(void)
 {
 	cancel_act();
@@ -146,8 +146,8 @@ int cancel_set_type(int type, int *oldtype)
      word before                 where the thread was          action
      -------------------------   ---------------------------   ------------
      disabled/exiting            anywhere                      none
-     enabled                     [weft_cp_begin, weft_cp_end)  resume at
-                                  (before or at the syscall)   weft_cp_cancel
+     enabled                     in a window [begin, end)      resume at its
+                                  (before or at the syscall)   cancel label
      enabled                     elsewhere in weft_syscall_cp  none: its own
                                   (weft_in_cp)                 checks decide
      enabled, ASYNC bit          elsewhere (user async type,   unwind from
@@ -191,11 +191,7 @@ static void sigcancel(int sig, siginfo_t *si, void *ctx)
 	if (old & (HOST_CANCEL_DISABLED | HOST_EXITING | HOST_TERMINATED))
 		return;
 	ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	if (ip >= (uintptr_t)weft_cp_begin && ip < (uintptr_t)weft_cp_end) {
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)weft_cp_cancel;
-		return;
-	}
-	/* The windows expanded inline in the interposed points. */
+	/* The cancellable system call's windows (syscall_cp_window.h). */
 	for (const struct weft_cp_window *cw = __start_weft_cp_windows;
 	     cw < __stop_weft_cp_windows; cw++)
 		if (ip >= cw->begin && ip < cw->end) {

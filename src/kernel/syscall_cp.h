@@ -13,13 +13,7 @@
 
 #include "syscall.h"
 
-/* arch/x86_64/syscall_cp.S: the instructions between the check of the
-   thread's cancellation word and the syscall instruction are where
-   SIGCANCEL may redirect the thread to the cancel path. */
-long weft_syscall_cp_asm(long a1, long a2, long a3, long a4, long a5,
-			 long a6, long nr);
-
-/* core/cancel_cp.c (same argument order: nr last, the rest in place) */
+/* core/cancel_cp.c (nr last) */
 long weft_syscall_cp(long a1, long a2, long a3, long a4, long a5, long a6,
 		     long nr);
 
