@@ -3,10 +3,17 @@
    Process-private: a FIFO list of waiter nodes, each on its waiter's
    stack with its own futex word.  signal/broadcast pick nodes under the
    small internal lock; a picked waiter then never touches the condvar
-   again, so "broadcast, destroy, free" is safe.  When the signaller
-   holds the waiter's mutex the waiter is requeued onto the mutex word
-   instead of woken: it runs only once the signaller unlocks, and
-   broadcast wakes nobody (no thundering herd).
+   again, so "broadcast, destroy, free" is safe.
+
+   Nobody is woken into a held mutex.  When the signaller holds the
+   waiter's mutex, the picked waiters are handed to the signaller's
+   "deferred wake" list and woken when it releases that mutex (FreeBSD
+   libthr's idea; no system call until then).  A broadcast's waiters
+   form a chain: only the first is woken; it takes the rest over and
+   wakes the next when it releases the mutex in turn, so one waiter at a
+   time runs and none wakes just to block on the mutex (the wait
+   morphing that requeueing gives, without the broadcaster making a
+   system call per waiter).
 
    Process-shared: nodes on stacks cannot be reached from another
    process, so waiters sleep on one sequence word; signal and broadcast
@@ -24,16 +31,20 @@ enum {
 	CN_WAITING = 0,	  /* linked, asleep or about to be */
 	CN_SIGNALLED = 1, /* picked by pthread_cond_signal */
 	CN_BROADCAST = 2, /* picked by pthread_cond_broadcast */
-	CN_CLAIMED = 3,	  /* being picked by a broadcast: wait for 2 */
+	CN_CLAIMED = 3,	  /* picked, waking deferred: wait for `kind` */
 	CN_LEAVING = 4,	  /* timed out or cancelled, unlinks itself */
 };
 
 struct cnode {
 	struct cnode *prev, *next; /* list links, under the internal lock */
-	struct cnode *bnext;	   /* a broadcast's batch, while CLAIMED */
+	/* While CLAIMED: the next picked waiter of the same chain.  When
+	   released: the rest of its chain, first and last, for this waiter
+	   to take over (NULL: none). */
+	struct cnode *bnext, *btail;
 	struct wmutex *mutex;
 	char *tcb;		   /* the waiter's thread, see cond_signal */
 	int state;
+	int kind;		   /* CN_SIGNALLED or CN_BROADCAST once picked */
 };
 
 /* The waiter's context, for the cleanup run when cancellation unwinds
@@ -104,25 +115,111 @@ static void unlink_self(struct wcond *c, struct cnode *n)
 
 /* ------------------------------------------------------- waking a node */
 
-/* Whether picked waiters of `mx` should move to the mutex rather than
-   wake: only when the caller holds it (so the word cannot be released
-   between marking it contended and the requeue) and it is private, as
-   the node words are (a requeue keeps the futex key's kind). */
-static int should_requeue(struct wmutex *mx, int self)
+/* Whether the caller holds `mx`: then the waiters it picks would only
+   block on it, so their wake-up is deferred to its release. */
+static int holds(struct wmutex *mx, int self)
 {
-	return mx && !(mx->kind & MK_PSHARED) &&
-	       __atomic_load_n(&mx->owner, __ATOMIC_RELAXED) == self;
+	return mx && __atomic_load_n(&mx->owner, __ATOMIC_RELAXED) == self;
 }
 
-/* The node's word already holds its final state `val`; the node may be
-   gone, so only its address is used (a stale futex call is harmless). */
-static void release_node(int *word, int val, struct wmutex *mx, int requeue)
+/* Releases the first waiter of a chain of picked (CLAIMED) nodes, linked
+   through bnext and ending at `tail`; the waiter takes the rest over.
+   The node may be gone once its state is stored, so only its address is
+   used after that (a stale futex wake is harmless). */
+static void release_chain(struct cnode *head, struct cnode *tail)
 {
-	if (requeue)
-		futex_cmp_requeue(word, 0, 1, &mx->lock, val,
-				  WEFT_FUTEX_PRIVATE);
+	head->btail = head->bnext ? tail : NULL;
+	__atomic_store_n(&head->state, head->kind, __ATOMIC_RELEASE);
+	futex_wake(&head->state, 1, WEFT_FUTEX_PRIVATE);
+}
+
+/* ------------------------------------------- deferred wake-ups (per thread)
+
+   Chains of picked waiters whose wake-up waits for the calling thread
+   to release a mutex it holds.  Per thread, in static TLS, so foreign
+   threads have one too.  A few mutexes at a time are plenty; past that
+   the oldest chain is released at once (correct, just no longer
+   deferred). */
+#define DEFER_SLOTS 4
+
+struct defer_slot {
+	struct wmutex *m;
+	struct cnode *head, *tail;
+};
+
+static __thread struct {
+	int n;
+	int pid; /* a fork child forgets its parent's: those waiters are gone */
+	struct defer_slot s[DEFER_SLOTS];
+} deferred __attribute__((tls_model("initial-exec")));
+
+static void defer_drop(int i)
+{
+	deferred.s[i] = deferred.s[--deferred.n];
+}
+
+/* Appends a chain to the wake-ups due when the caller releases `m`, and
+   makes sure that release takes the mutex's slow path. */
+static void defer_chain(struct wmutex *m, struct cnode *head,
+			struct cnode *tail)
+{
+	int i;
+
+	if (deferred.n && deferred.pid != weft_self_pid())
+		deferred.n = 0;
+	deferred.pid = weft_self_pid();
+	for (i = 0; i < deferred.n; i++)
+		if (deferred.s[i].m == m) {
+			deferred.s[i].tail->bnext = head;
+			deferred.s[i].tail = tail;
+			mutex_mark_contended(m);
+			return;
+		}
+	if (deferred.n == DEFER_SLOTS) {
+		release_chain(deferred.s[0].head, deferred.s[0].tail);
+		defer_drop(0);
+	}
+	deferred.s[deferred.n++] = (struct defer_slot){ m, head, tail };
+	mutex_mark_contended(m);
+}
+
+void cond_flush_deferred(struct wmutex *m)
+{
+	if (__builtin_expect(deferred.n == 0, 1))
+		return;
+	if (deferred.pid != weft_self_pid()) {
+		deferred.n = 0;
+		return;
+	}
+	for (int i = 0; i < deferred.n; i++)
+		if (deferred.s[i].m == m) {
+			struct defer_slot d = deferred.s[i];
+			defer_drop(i);
+			release_chain(d.head, d.tail);
+			return;
+		}
+}
+
+/* A picked waiter, back with the mutex, takes the rest of its chain
+   over: the next waiter is woken when this one releases the mutex, so
+   exactly one of them is runnable at a time and none wakes into a held
+   mutex.  (Waking the next at once, to overlap its wake-up with our
+   critical section, measured slower: bench/SYNC.md.) */
+static void adopt_chain(struct cnode *n)
+{
+	if (n->bnext)
+		defer_chain(n->mutex, n->bnext, n->btail);
+}
+
+/* Hands a chain of picked nodes on: deferred while the caller holds
+   their mutex, else its first waiter is woken now. */
+static void pass_chain(struct cnode *head, struct cnode *tail)
+{
+	tail->bnext = NULL;
+	if (holds(head->mutex, host_self_tid()))
+		defer_chain(head->mutex, head, tail);
 	else
-		futex_wake(word, 1, WEFT_FUTEX_PRIVATE);
+		release_chain(head, tail);
 }
 
 /* ----------------------------------------------- process-shared design */
@@ -218,7 +315,8 @@ static void private_unwound(struct wait_ctx *x)
 	while ((st = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) ==
 	       CN_CLAIMED)
 		futex_wait(&n->state, CN_CLAIMED, WEFT_FUTEX_PRIVATE);
-	mutex_reacquire_after_wait(x->m, x->depth, 1);
+	mutex_reacquire_after_wait(x->m, x->depth, 0);
+	adopt_chain(n);
 	if (st == CN_SIGNALLED)
 		cond_signal(x->c);
 }
@@ -243,6 +341,7 @@ static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 	x.node.mutex = m;
 	x.node.tcb = arch_thread_pointer();
 	x.node.state = CN_WAITING;
+	x.node.bnext = NULL;
 	weft_lock(&c->lock);
 	if (list_foreign(c)) {
 		/* Joining would link our stack into a list another process
@@ -258,9 +357,9 @@ static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 	x.armed = 1;
 	r = node_sleep(&x, clock, abstime);
 	x.armed = 0;
-	/* A picked waiter takes the word as contended: others may have
-	   been requeued onto it behind us. */
-	mutex_reacquire_after_wait(m, x.depth, r == 0);
+	mutex_reacquire_after_wait(m, x.depth, 0);
+	if (r == 0)
+		adopt_chain(&x.node);
 	return r;
 }
 
@@ -278,7 +377,6 @@ int cond_wait(struct wcond *c, struct wmutex *m, int clock,
 int cond_signal(struct wcond *c)
 {
 	struct cnode *n, *picked = NULL;
-	struct wmutex *mx = NULL;
 
 	if (c->flags & CF_PSHARED)
 		return shared_signal(c);
@@ -289,61 +387,50 @@ int cond_signal(struct wcond *c)
 	   would be; nothing to do here. */
 	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
-		struct wmutex *m = n->mutex;
 		/* A waiter about to be cancelled would only have to pass
 		   the signal on; give it to the next one directly. */
 		if (host_cancel_requested(n->tcb)) {
 			n = next;
 			continue;
 		}
-		if (cas_state(&n->state, CN_WAITING, CN_SIGNALLED)) {
+		if (cas_state(&n->state, CN_WAITING, CN_CLAIMED)) {
 			list_unlink(c, prev, next);
+			n->kind = CN_SIGNALLED;
 			picked = n;
-			mx = m;
 			break;
 		}
 		n = next; /* LEAVING: it unlinks itself */
 	}
 	weft_unlock(&c->lock);
-	if (picked) {
-		int rq = should_requeue(mx, host_self_tid());
-		if (rq)
-			mutex_mark_contended(mx);
-		release_node(&picked->state, CN_SIGNALLED, mx, rq);
-	}
+	if (picked)
+		pass_chain(picked, picked);
 	return 0;
 }
 
-/* Moves a broadcast's batch to the mutex.  Holding the (private) mutex
-   of the first waiter: every waiter of that mutex is requeued onto it
-   and nobody runs until we unlock.  Not holding it: the word could be
-   released between marking it and requeueing, stranding the requeued;
-   so the others are requeued first and the first waiter is woken last.
-   Until then it is CLAIMED and cannot take the mutex; when it does, as
-   contended, its unlock finds the others queued behind it and wakes
-   the next, and so on: still one runnable waiter at a time.  Waiters of
-   another mutex (undefined behaviour in POSIX) are simply woken. */
+/* Passes a broadcast's batch on as one chain per mutex (waiters of one
+   condvar using different mutexes is undefined in POSIX, but each then
+   still gets its wake-up). */
 static void release_batch(struct cnode *batch)
 {
-	struct wmutex *m0 = batch->mutex;
-	int held = should_requeue(m0, host_self_tid());
-	int chain = !held && !(m0->kind & MK_PSHARED);
-	struct cnode *n = chain ? batch->bnext : batch;
+	while (batch) {
+		struct cnode *head = NULL, *tail = NULL, *rest = NULL,
+			     *rest_tail = NULL, *n, *next;
+		struct wmutex *m0 = batch->mutex;
 
-	if (held)
-		mutex_mark_contended(m0);
-	while (n) {
-		struct cnode *next = n->bnext;
-		struct wmutex *mx = n->mutex;
-		__atomic_store_n(&n->state, CN_BROADCAST, __ATOMIC_RELEASE);
-		/* Wakes a waiter parked on CLAIMED, or moves/wakes it. */
-		release_node(&n->state, CN_BROADCAST, mx,
-			     mx == m0 && (held || chain));
-		n = next;
-	}
-	if (chain) {
-		__atomic_store_n(&batch->state, CN_BROADCAST, __ATOMIC_RELEASE);
-		futex_wake(&batch->state, 1, WEFT_FUTEX_PRIVATE);
+		for (n = batch; n; n = next) {
+			struct cnode **h = n->mutex == m0 ? &head : &rest;
+			struct cnode **t = n->mutex == m0 ? &tail : &rest_tail;
+
+			next = n->bnext;
+			n->bnext = NULL;
+			if (*t)
+				(*t)->bnext = n;
+			else
+				*h = n;
+			*t = n;
+		}
+		pass_chain(head, tail);
+		batch = rest;
 	}
 }
 
@@ -355,13 +442,14 @@ int cond_broadcast(struct wcond *c)
 		return shared_signal(c);
 	if (!__atomic_load_n(&c->head, __ATOMIC_ACQUIRE))
 		return 0;
-	/* Claim every waiting node under the lock; CLAIMED keeps them on
-	   their stacks while we walk the batch outside it. */
+	/* Claim every waiting node under the lock; CLAIMED keeps each on
+	   its waiter's stack until its turn to be woken. */
 	weft_lock(&c->lock);
 	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
 		if (cas_state(&n->state, CN_WAITING, CN_CLAIMED)) {
 			list_unlink(c, prev, next);
+			n->kind = CN_BROADCAST;
 			n->bnext = NULL;
 			if (last)
 				last->bnext = n;

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
+#include "cond.h"
 #include "mutex.h"
 #include "../core/spin_policy.h"
 #include "../core/stats.h"
@@ -40,10 +41,14 @@ static int has_sleepers(struct wmutex *w)
 	return __atomic_load_n(&w->nusers, __ATOMIC_RELAXED) != 0;
 }
 
+/* Sequentially consistent: an unlocker that reads 0 here after freeing
+   the word may skip the wake-up (mutex_wake_after_release), because a
+   sleeper counted later finds the word no longer 2 when the kernel
+   compares it. */
 static void sleepers_add(struct wmutex *w, int d)
 {
 	if (!(w->kind & MK_PSHARED))
-		__atomic_fetch_add(&w->nusers, (unsigned)d, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&w->nusers, (unsigned)d, __ATOMIC_SEQ_CST);
 }
 
 static int cas(int *p, int expect, int val)
@@ -174,13 +179,21 @@ static int grant(struct wmutex *w, int tag)
 	return 0;
 }
 
+/* The lock word read 2 when it was freed: condvar waiters whose wake-up
+   the caller deferred to this release, a starving waiter to hand the
+   mutex to, or sleepers to wake.  A private mutex counts its sleepers
+   exactly, so a 2 left by a deferral or by waiters that are gone costs
+   no system call. */
 void mutex_wake_after_release(struct wmutex *w)
 {
 	int priv = mutex_futex_flag(w);
 
+	cond_flush_deferred(w);
 	if (priv == WEFT_FUTEX_PRIVATE) {
 		int tag = __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE);
 		if (tag < 0 && grant(w, tag))
+			return;
+		if (__atomic_load_n(&w->nusers, __ATOMIC_SEQ_CST) == 0)
 			return;
 	}
 	futex_wake(&w->lock, 1, priv);
