@@ -89,6 +89,7 @@ struct weft_thread {
 	int tls_released;    /* DTV given back (stack.c, finish.c) */
 
 	struct weft_thread *cache_next, *cache_prev; /* stack cache list */
+	unsigned cache_gen;  /* the fork generation it was cached in */
 
 	/* Thread-specific data: keys 0..31 inline, others in blocks. */
 	struct weft_tsd_value tsd_inline[WEFT_TSD_INLINE];

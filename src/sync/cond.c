@@ -204,7 +204,7 @@ void cond_flush_deferred(struct wmutex *m)
    over: the next waiter is woken when this one releases the mutex, so
    exactly one of them is runnable at a time and none wakes into a held
    mutex.  (Waking the next at once, to overlap its wake-up with our
-   critical section, measured slower: bench/SYNC.md.) */
+   critical section, measured slower: bench/RESULTS.md.) */
 static void adopt_chain(struct cnode *n)
 {
 	if (n->bnext)

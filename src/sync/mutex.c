@@ -95,7 +95,7 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 
 /* The lock word was taken when we looked: spin briefly, then sleep.
    0 or ETIMEDOUT / EINVAL.  `contended`: others may sleep on the word
-   (a requeued condvar waiter), so no spinning, the word goes to 2. */
+   (a process-shared condvar waiter), so no spinning, the word goes to 2. */
 static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 			  const struct timespec *abstime, int contended)
 {
@@ -132,7 +132,7 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 }
 
 /* Takes the lock word; 0 or ETIMEDOUT / EINVAL.  `contended`: the
-   caller knows others may sleep on the word (a requeued condvar
+   caller knows others may sleep on the word (a process-shared condvar
    waiter), so it takes the word as 2 straight away.  A first attempt
    that fails is a contention: with WEFT_STATS on, its wait is timed
    and recorded (src/core/stats.h); off, it costs the one test. */

@@ -14,8 +14,9 @@
     24  list     unused (glibc's robust list links)
 
    The lock word keeps glibc's 0/1/2 protocol, so a process-shared
-   normal mutex interoperates with a plain glibc process, and the
-   condition variable can requeue its waiters onto it. */
+   normal mutex interoperates with a plain glibc process.  A private
+   mutex counts its sleepers exactly in nusers, so an unlock that reads
+   2 makes no futex call when nobody sleeps. */
 #ifndef WEFT_SYNC_MUTEX_H
 #define WEFT_SYNC_MUTEX_H
 
@@ -109,14 +110,14 @@ int mutex_destroy(struct wmutex *w);
    hold an owner-checked mutex, ENOTSUP for the kinds weft cannot make.
    release: drops the mutex completely (a recursive one whatever its
    depth) and returns the depth; reacquire takes it back, in
-   "contended" mode when requeued waiters may sleep on the word, and
-   restores the depth. */
+   "contended" mode when others may sleep on the word (process-shared
+   condvars), and restores the depth. */
 int mutex_check_owner(struct wmutex *w);
 unsigned mutex_release_for_wait(struct wmutex *w);
 void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
 				int contended);
-/* Marks the held mutex as contended (lock word 2), so that its unlock
-   wakes a sleeper: done before requeueing condvar waiters onto it. */
+/* Marks the held mutex as contended (lock word 2), so that its release
+   takes the slow path, which runs the condvar wake-ups deferred to it. */
 void mutex_mark_contended(struct wmutex *w);
 
 /* --- attributes (the word of pthread_mutexattr_t) ------------------- */
