@@ -38,8 +38,11 @@ static void write_report(void)
 		     weft_counters.stacks_mapped, weft_counters.stacks_reused,
 		     weft_counters.stacks_unmapped, weft_counters.malloc_handoffs,
 		     weft_counters.adopted);
-	if (n > 0 && write(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0)
-		n = 0; /* nothing more to do: the report is best effort */
+	if (n > 0 && (size_t)n >= sizeof buf)
+		n = sizeof buf - 1;
+	if (n > 0 && write(fd, buf, (size_t)n) < 0) {
+		/* best effort: nobody to tell */
+	}
 	close(fd);
 }
 

@@ -138,7 +138,7 @@ static void release_chain(struct cnode *head, struct cnode *tail)
    Chains of picked waiters whose wake-up waits for the calling thread
    to release a mutex it holds.  Per thread, in static TLS, so foreign
    threads have one too.  A few mutexes at a time are plenty; past that
-   the oldest chain is released at once (correct, just no longer
+   one slot's chain is released at once (correct, just no longer
    deferred). */
 #define DEFER_SLOTS 4
 
