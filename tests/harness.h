@@ -196,6 +196,24 @@ static inline int task_asleep(pid_t tid, long ns)
 	return 0;
 }
 
+/* The voluntary context switches of thread `tid` of this process so far
+   (-1 if unreadable): a thread that blocked or woke since shows more. */
+static inline long task_vol_switches(pid_t tid)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+			v = strtol(line + 24, NULL, 10);
+	fclose(f);
+	return v;
+}
+
 /* A "Key: N kB" line of /proc/self/status, in KiB (-1 if absent). */
 static inline long proc_status_kib(const char *key)
 {

@@ -564,23 +564,6 @@ static void test_cancel(void)
 
 /* ---------------------------------------------- no thundering herd */
 
-static long ctxt_switches(pid_t tid)
-{
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, "voluntary_ctxt_switches:", 24))
-			v = strtol(line + 24, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 /* Waits (at most 5 s) until the thread is blocked in the kernel. */
 static void wait_asleep(pid_t tid)
 {
@@ -676,12 +659,12 @@ static void test_no_herd(int under_lock)
 	}
 	for (int i = 0; i < W; i++) {
 		wait_asleep(h.tids[i]);
-		before[i] = ctxt_switches(h.tids[i]);
+		before[i] = task_vol_switches(h.tids[i]);
 	}
 	pthread_cond_broadcast(&h.cv);
 	usleep(20000);
 	for (int i = 0; i < W; i++)
-		woke += ctxt_switches(h.tids[i]) != before[i];
+		woke += task_vol_switches(h.tids[i]) != before[i];
 	if (under_lock) {
 		pthread_mutex_unlock(&h.m);
 	} else {

@@ -24,22 +24,6 @@ static pid_t gettid_(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-static long vol_switches(pid_t tid)
-{
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, "voluntary_ctxt_switches:", 24))
-			v = strtol(line + 24, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 /* Joins within 10 s, or reports the thread as stranded. */
 static int join_bounded(pthread_t t, const char *what, int i)
 {
@@ -116,7 +100,7 @@ static void test_signal_under_lock(int type)
 	pthread_mutex_lock(&x.m);
 	if (type == PTHREAD_MUTEX_RECURSIVE)
 		CHECK_ERR(pthread_mutex_lock(&x.m), 0);
-	before = vol_switches(x.tid);
+	before = task_vol_switches(x.tid);
 	x.go = 1;
 	CHECK_ERR(pthread_cond_signal(&x.cv), 0);
 	if (type == PTHREAD_MUTEX_RECURSIVE)
@@ -125,7 +109,7 @@ static void test_signal_under_lock(int type)
 	   count a voluntary switch blocking on the mutex. */
 	for (int i = 0; i < 200; i++)
 		sched_yield();
-	after = vol_switches(x.tid);
+	after = task_vol_switches(x.tid);
 	CHECK(after == before, "%s mutex: the waiter ran %ld times before "
 	      "the signaller released the mutex (expected 0)",
 	      type_name(type), after - before);
