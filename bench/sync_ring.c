@@ -16,41 +16,91 @@
  * one thread.  us_per_step = wall time / (N * steps per thread): the
  * average time the ring needs per step, all threads together.
  *
- * Usage: sync_ring [-t N] [-i steps per thread]
+ * -m futex is the floor: the same walk over the simplest futex lock there
+ * is (0 free, 1 held, 2 held with sleepers; no spinning, no fairness), with
+ * raw system calls and no thread library in the lock path.  It shows what
+ * the kernel's sleep and wake-up cost per step.
+ *
+ * Usage: sync_ring [-t N] [-i steps per thread] [-m mutex|futex]
  */
 #include "sync_common.h"
 
-static int nthreads = 2, nmutex;
+static int nthreads = 2, nmutex, raw;
 static long steps = 20000;
 static pthread_mutex_t *ring;
+static atomic_int *raw_ring; /* -m futex */
 static struct sync_gate gate;
+
+static void raw_lock(atomic_int *w)
+{
+	int c = 0;
+
+	if (atomic_compare_exchange_strong(w, &c, 1))
+		return;
+	if (c != 2)
+		c = atomic_exchange(w, 2);
+	while (c != 0) {
+		sync_futex_wait(w, 2);
+		c = atomic_exchange(w, 2);
+	}
+}
+
+static void raw_unlock(atomic_int *w)
+{
+	if (atomic_exchange(w, 0) == 2)
+		sync_futex_wake(w, 1);
+}
+
+static void ring_lock(int i)
+{
+	if (raw)
+		raw_lock(&raw_ring[i]);
+	else
+		SYNC_OK(pthread_mutex_lock(&ring[i]));
+}
+
+static void ring_unlock(int i)
+{
+	if (raw)
+		raw_unlock(&raw_ring[i]);
+	else
+		SYNC_OK(pthread_mutex_unlock(&ring[i]));
+}
 
 static void *walker(void *arg)
 {
 	int held = (int)(intptr_t)arg;
-	SYNC_OK(pthread_mutex_lock(&ring[held]));
+	ring_lock(held);
 	sync_gate_pass(&gate);
 	int next = held + 1;
 	for (long s = 0; s < steps; s++) {
 		if (next == nmutex)
 			next = 0;
-		SYNC_OK(pthread_mutex_lock(&ring[next]));
-		SYNC_OK(pthread_mutex_unlock(&ring[held]));
+		ring_lock(next);
+		ring_unlock(held);
 		held = next++;
 	}
-	SYNC_OK(pthread_mutex_unlock(&ring[held]));
+	ring_unlock(held);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	int opt;
-	while ((opt = getopt(argc, argv, "t:i:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:i:m:h")) != -1) {
 		switch (opt) {
 		case 't': nthreads = (int)bench_arg_long("-t", optarg); break;
 		case 'i': steps = bench_arg_long("-i", optarg); break;
+		case 'm':
+			if (strcmp(optarg, "futex") == 0)
+				raw = 1;
+			else if (strcmp(optarg, "mutex") != 0) {
+				fprintf(stderr, "%s: -m mutex or -m futex\n", argv[0]);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-t threads] [-i steps per thread]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-t threads] [-i steps per thread] [-m mutex|futex]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -60,8 +110,9 @@ int main(int argc, char **argv)
 	}
 	nmutex = nthreads + 1;
 	ring = calloc((size_t)nmutex, sizeof *ring);
+	raw_ring = calloc((size_t)nmutex, sizeof *raw_ring);
 	pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
-	if (ring == NULL || tid == NULL)
+	if (ring == NULL || raw_ring == NULL || tid == NULL)
 		bench_die("calloc", ENOMEM);
 	for (int i = 0; i < nmutex; i++)
 		SYNC_OK(pthread_mutex_init(&ring[i], NULL));
@@ -81,14 +132,16 @@ int main(int argc, char **argv)
 
 	double total = (double)nthreads * (double)steps;
 	printf("RESULT bench=ring variant=N%d metric=us_per_step threads=%d mutexes=%d "
-	       "steps_per_thread=%ld sec=%.6f us_per_step=%.4f steps_per_s=%.1f",
-	       nthreads, nthreads, nmutex, steps, sec, sec * 1e6 / total, total / sec);
+	       "lock=%s steps_per_thread=%ld sec=%.6f us_per_step=%.4f steps_per_s=%.1f",
+	       nthreads, nthreads, nmutex, raw ? "futex" : "mutex", steps, sec,
+	       sec * 1e6 / total, total / sec);
 	static const char *const libs[] = { "pthread_mutex_lock", "pthread_mutex_unlock",
 					     "pthread_create", NULL };
 	sync_print_libs(libs);
 	printf("\n");
 	pthread_attr_destroy(&attr);
 	free(ring);
+	free(raw_ring);
 	free(tid);
 	return 0;
 }

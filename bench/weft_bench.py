@@ -228,7 +228,10 @@ def build_plan(opt, S):
             for T, C in ((1, 1000), (20, 50)):
                 add(Config("throughput", f"{T} creator{'s' if T > 1 else ''}, {T * C} alive",
                            "creation", ["-T", T, "-C", C, "-n", S["throughput_n"]], "sec", False,
-                           pin, params={"T": T, "C": C}, work=S["throughput_n"]))
+                           pin, params={"T": T, "C": C}, work=S["throughput_n"],
+                           # the kernel's floor: raw clone, no library, C alive
+                           floor=("rawclone", ["-n", S["throughput_n"], "-C", C])
+                           if T == 1 else None))
         if pin == "unpinned":  # memory does not depend on pinning
             for stack, name in ((16384, "16 KiB stacks"), (0, "default stacks")):
                 add(Config("memory", name, "memory", ["-N", S["memory_n"], "-s", stack],
@@ -239,7 +242,8 @@ def build_plan(opt, S):
                    work=un))
         for N in S["ring_N"]:
             add(Config("ring", f"N{N}", "sync_ring", ["-t", N, "-i", S["ring_i"]], "us_per_step",
-                       False, pin, x=N, work=N * S["ring_i"]))
+                       False, pin, x=N, work=N * S["ring_i"],
+                       floor=("sync_ring", ["-m", "futex", "-t", N, "-i", S["ring_i"]])))
         sw = S["switch_n"]
         add(Config("switch", "cond", "sync_switch", ["-m", "cond", "-n", sw], "switches_per_s",
                    True, pin, floor=("sync_switch", ["-m", "futex", "-n", sw]), work=sw))
@@ -257,9 +261,13 @@ def build_plan(opt, S):
         for w in S["broadcast_w"]:
             r = max(1, S["broadcast_r"] * 10 // w)
             for locked in (False, True):
+                args = (["-k"] if locked else []) + ["-w", w, "-r", r]
+                # floor: raw futex words; a herd after the unlock, wait
+                # morphing (requeue onto the mutex word) under the lock
                 add(Config("broadcast", f"{'locked' if locked else 'plain'}-w{w}", "sync_broadcast",
-                           (["-k"] if locked else []) + ["-w", w, "-r", r], "rounds_per_s", True,
-                           pin, work=r * w))
+                           args, "rounds_per_s", True, pin, work=r * w,
+                           floor=("sync_broadcast",
+                                  ["-m", "requeue" if locked else "herd"] + args)))
         for m in ("getspecific", "setspecific", "testcancel", "read", "write",
                   "syscall_write"):
             add(Config("tsd", m, "tsd_cancel", ["-n", S["tsd_n"]], f"{m}_ns", False, pin,

@@ -403,15 +403,18 @@ static size_t scan_tcb(const char *tcb, uintptr_t value)
    tcache and the arena pointer) by comparing the block before and after
    one.  This runs first in a fresh glibc thread, which has not called
    malloc yet. */
+/* Found by the thread that runs the probe (no loader calls in the probe
+   thread: see cleanup_abi). */
+static struct libc_tls probe_libc_tls;
+
 static void probe_malloc_words(void)
 {
-	struct libc_tls lt = {0, 0};
+	struct libc_tls lt = probe_libc_tls;
 	uintptr_t before[LIBC_TLS_MAX / 8];
 	const uintptr_t *blk;
 	size_t n;
 	void *volatile p;
 
-	dl_iterate_phdr(find_libc_tls, &lt);
 	if (lt.size == 0 || lt.size > LIBC_TLS_MAX)
 		return;
 	blk = (const uintptr_t *)(tp() + lt.off);
@@ -445,26 +448,42 @@ static size_t scan_unique(const char *tcb, uintptr_t value)
 	return o;
 }
 
+/* glibc's cleanup-chain entry points, looked up by the thread that runs
+   the probe: the probe thread itself must not call dlsym.  When libweft
+   is loaded by dlopen, its constructor runs under the loader's lock, and
+   a dlsym from the probe thread would wait for that lock while the
+   constructor waits for the probe thread to end. */
+static struct {
+	void (*reg)(void *);
+	void (*unreg)(void *);
+	void (*push)(void *, void (*)(void *), void *);
+	void (*pop)(void *, int);
+} cleanup_abi;
+
+static void resolve_cleanup_abi(void)
+{
+	cleanup_abi.reg = host_next_sym("__pthread_register_cancel", "GLIBC_2.34");
+	cleanup_abi.unreg = host_next_sym("__pthread_unregister_cancel", "GLIBC_2.34");
+	cleanup_abi.push = host_next_sym("_pthread_cleanup_push", "GLIBC_2.34");
+	cleanup_abi.pop = host_next_sym("_pthread_cleanup_pop", "GLIBC_2.34");
+}
+
 static void probe_cleanup_chains(char *self)
 {
-	void (*reg)(void *) = host_next_sym("__pthread_register_cancel", "GLIBC_2.34");
-	void (*unreg)(void *) = host_next_sym("__pthread_unregister_cancel", "GLIBC_2.34");
-	void (*push)(void *, void (*)(void *), void *) =
-		host_next_sym("_pthread_cleanup_push", "GLIBC_2.34");
-	void (*pop)(void *, int) = host_next_sym("_pthread_cleanup_pop", "GLIBC_2.34");
 	__pthread_unwind_buf_t ub;
 	struct _pthread_cleanup_buffer cb;
 
 	L.cleanup_jmp_buf = L.cleanup = NOT_FOUND;
-	if (!reg || !unreg || !push || !pop)
+	if (!cleanup_abi.reg || !cleanup_abi.unreg || !cleanup_abi.push ||
+	    !cleanup_abi.pop)
 		return;
 	memset(&ub, 0, sizeof ub);
-	reg(&ub);
+	cleanup_abi.reg(&ub);
 	L.cleanup_jmp_buf = scan_unique(self, (uintptr_t)&ub);
-	unreg(&ub);
-	push(&cb, NULL, NULL);
+	cleanup_abi.unreg(&ub);
+	cleanup_abi.push(&cb, NULL, NULL);
 	L.cleanup = scan_unique(self, (uintptr_t)&cb);
-	pop(&cb, 0);
+	cleanup_abi.pop(&cb, 0);
 }
 
 static void *probe_main(void *arg)
@@ -509,6 +528,8 @@ static int run_probe(void)
 	void *res = NULL;
 	struct glibc_attr *ga = gattr(&a);
 
+	resolve_cleanup_abi();
+	dl_iterate_phdr(find_libc_tls, &probe_libc_tls);
 	memset(&a, 0, sizeof a);
 	ga->guardsize = 0;
 	ga->stackaddr = probe_stack + sizeof probe_stack;
@@ -523,6 +544,45 @@ static int run_probe(void)
 }
 
 /* ---------------------------------------------------------- start-up */
+
+/* Whether weft comes before libc in the dynamic linker's load order, the
+   order it searches for symbols: preloaded, linked before libc, or linked
+   into the program itself.  A libweft loaded later by dlopen comes after
+   libc; the program and libc keep calling glibc's pthread functions, so
+   weft must take nothing over, least of all the SIGCANCEL handler that
+   glibc's threads rely on. */
+struct load_order {
+	uintptr_t self;
+	int self_at, libc_at, n;
+};
+
+static int find_order(struct dl_phdr_info *info, size_t sz, void *data)
+{
+	struct load_order *o = data;
+
+	(void)sz;
+	if (o->libc_at < 0 && info->dlpi_name &&
+	    strstr(info->dlpi_name, "/libc.so.6"))
+		o->libc_at = o->n;
+	for (int i = 0; o->self_at < 0 && i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && o->self >= lo &&
+		    o->self - lo < ph->p_memsz)
+			o->self_at = o->n;
+	}
+	o->n++;
+	return 0;
+}
+
+static int loaded_before_libc(void)
+{
+	struct load_order o = { (uintptr_t)&loaded_before_libc, -1, -1, 0 };
+
+	dl_iterate_phdr(find_order, &o);
+	return o.self_at >= 0 && (o.libc_at < 0 || o.self_at < o.libc_at);
+}
 
 /* glibc releases whose non-discoverable facts weft knows (user_stack as
    a bool after report_events; kernel clears `tid`; rseq inside the TCB
@@ -548,6 +608,9 @@ int host_init(void)
 	if (!host_real.pthread_create || !host_real.pthread_join ||
 	    !host_real.pthread_exit || !host_real.pthread_self)
 		return fail("glibc's pthread functions not found");
+	if (!loaded_before_libc())
+		return fail("libweft was loaded after libc (by dlopen?), so "
+			    "the program's thread calls go to glibc");
 	if (!known_release(ver)) {
 		snprintf(status_buf, sizeof status_buf,
 			 "glibc %s is not a release weft knows", ver);
