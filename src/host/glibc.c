@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/rseq.h>
 #include <unistd.h>
 
@@ -386,7 +387,14 @@ static int find_libc_tls(struct dl_phdr_info *info, size_t sz, void *data)
 #define PROBE_RESULT ((void *)0x5eedf00dcafeUL)
 #define LIBC_TLS_MAX 1024
 
-static char probe_stack[256 * 1024] __attribute__((aligned(4096)));
+/* The probe thread's stack: glibc places the thread's static TLS (every
+   module's initial-exec and initial TLS blocks, some programs have
+   megabytes of it) and its descriptor on a user-supplied stack, so the
+   size follows the TLS size.  Mapped once, kept: glibc may look at the
+   descriptor until the join, and the scan reads it after. */
+#define PROBE_STACK_ROOM (256 * 1024)
+static char *probe_stack;
+static size_t probe_stack_size;
 static char *probe_tcb;
 static int probe_tid_ok;
 
@@ -503,7 +511,7 @@ static void *probe_main(void *arg)
 	L.stackblock = NOT_FOUND;
 	for (size_t o = 0; o + 16 <= L.tcb_size; o += 8)
 		if (FIELD(self, o, char *) == probe_stack &&
-		    FIELD(self, o + 8, size_t) == sizeof probe_stack) {
+		    FIELD(self, o + 8, size_t) == probe_stack_size) {
 			L.stackblock = o;
 			L.stackblock_size = o + 8;
 			break;
@@ -530,15 +538,22 @@ static int run_probe(void)
 
 	resolve_cleanup_abi();
 	dl_iterate_phdr(find_libc_tls, &probe_libc_tls);
+	probe_stack_size = PROBE_STACK_ROOM +
+			   ((L.tls_size + L.tcb_size + 4095) & ~(size_t)4095);
+	probe_stack = sys_mmap(NULL, probe_stack_size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (sys_mmap_failed(probe_stack))
+		return -ENOMEM;
 	memset(&a, 0, sizeof a);
 	ga->guardsize = 0;
-	ga->stackaddr = probe_stack + sizeof probe_stack;
-	ga->stacksize = sizeof probe_stack;
+	ga->stackaddr = probe_stack + probe_stack_size;
+	ga->stacksize = probe_stack_size;
 	ga->flags = GATTR_STACKADDR;
-	if (host_real.pthread_create(&th, &a, probe_main, NULL) != 0)
-		return -1;
+	int r = host_real.pthread_create(&th, &a, probe_main, NULL);
+	if (r != 0)
+		return -r;
 	if (host_real.pthread_join(th, &res) != 0 || res != PROBE_RESULT)
-		return -1;
+		return -EPROTO;
 	L.result = scan_tcb(probe_tcb, (uintptr_t)PROBE_RESULT);
 	return 0;
 }
@@ -620,8 +635,17 @@ int host_init(void)
 	libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 	if (!libc || resolve_private(libc) != 0)
 		return fail("a private glibc symbol weft needs is missing");
-	if (run_probe() != 0)
-		return fail("the probe glibc thread failed");
+	int err = run_probe();
+	if (err != 0) {
+		/* No strerror at start-up (see probe_string_buffers). */
+		snprintf(status_buf, sizeof status_buf,
+			 "the probe glibc thread failed (%s %d)",
+			 err == -EPROTO ? "join: wrong result, error" :
+			 err == -ENOMEM ? "no memory for its stack, error" :
+					  "pthread_create error", -err);
+		status = status_buf;
+		return 0;
+	}
 	resolve_lists(libc);
 	if (!probe_tid_ok || L.stackblock == NOT_FOUND ||
 	    L.result == NOT_FOUND || L.user_stack == NOT_FOUND ||
