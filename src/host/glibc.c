@@ -103,11 +103,16 @@ static char *tp(void)
 
 /* ------------------------------------------------------------ symbols */
 
+/* The next definition of `name` after libweft in the lookup order: libc's
+   default version, or a tool's interceptor loaded between us and libc
+   (ThreadSanitizer's, for example), which must see the calls weft
+   forwards.  A versioned lookup would skip such an unversioned
+   interceptor, so `version` is only the fallback. */
 void *host_next_sym(const char *name, const char *version)
 {
-	void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
+	void *p = dlsym(RTLD_NEXT, name);
 
-	return p ? p : dlsym(RTLD_NEXT, name);
+	return p ? p : version ? dlvsym(RTLD_NEXT, name, version) : NULL;
 }
 
 static void resolve_real(void)
@@ -599,6 +604,35 @@ static int loaded_before_libc(void)
 	return o.self_at >= 0 && (o.libc_at < 0 || o.self_at < o.libc_at);
 }
 
+/* Tools that intercept the thread functions themselves to watch every
+   thread and lock: ThreadSanitizer, and valgrind's helgrind and DRD.
+   Serving the program would hide its threads and locks from them (false
+   race reports, crashes in the tool), so weft stands aside.  memcheck
+   and AddressSanitizer watch memory only and work with weft. */
+static int find_thread_tool(struct dl_phdr_info *info, size_t sz, void *data)
+{
+	const char **tool = data;
+
+	(void)sz;
+	if (!info->dlpi_name)
+		return 0;
+	if (strstr(info->dlpi_name, "vgpreload_helgrind"))
+		*tool = "valgrind's helgrind";
+	else if (strstr(info->dlpi_name, "vgpreload_drd"))
+		*tool = "valgrind's DRD";
+	return *tool != NULL;
+}
+
+static const char *thread_tool(void)
+{
+	const char *tool = NULL;
+
+	if (dlsym(RTLD_DEFAULT, "__tsan_init"))
+		return "ThreadSanitizer";
+	dl_iterate_phdr(find_thread_tool, &tool);
+	return tool;
+}
+
 /* glibc releases whose non-discoverable facts weft knows (user_stack as
    a bool after report_events; kernel clears `tid`; rseq inside the TCB
    or placed by __rseq_offset).  Others run in forwarding mode. */
@@ -626,6 +660,13 @@ int host_init(void)
 	if (!loaded_before_libc())
 		return fail("libweft was loaded after libc (by dlopen?), so "
 			    "the program's thread calls go to glibc");
+	const char *tool = thread_tool();
+	if (tool) {
+		snprintf(status_buf, sizeof status_buf,
+			 "%s watches the thread functions itself", tool);
+		status = status_buf;
+		return 0;
+	}
 	if (!known_release(ver)) {
 		snprintf(status_buf, sizeof status_buf,
 			 "glibc %s is not a release weft knows", ver);
