@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tunables.h"
+#include "../host/glibc.h"
 
 struct weft_tunables weft_tunables = {
 	.stack_cache_bytes = WEFT_STACK_CACHE_DEFAULT,
@@ -55,17 +56,17 @@ static void parse_stats(const char *s)
 
 void tunables_init(void)
 {
-	long long v = tunables_parse_size(getenv("WEFT_STACK_CACHE"));
+	long long v = tunables_parse_size(host_getenv("WEFT_STACK_CACHE"));
 
 	if (v >= 0)
 		weft_tunables.stack_cache_bytes = (size_t)v;
-	v = tunables_parse_size(getenv("WEFT_STACK_CACHE_COUNT"));
+	v = tunables_parse_size(host_getenv("WEFT_STACK_CACHE_COUNT"));
 	if (v >= 0)
 		weft_tunables.stack_cache_count = (size_t)v;
-	parse_trim(getenv("WEFT_STACK_TRIM"));
-	weft_tunables.report_path = getenv("WEFT_REPORT");
-	parse_stats(getenv("WEFT_STATS"));
-	v = tunables_parse_size(getenv("WEFT_STATS_TOP"));
+	parse_trim(host_getenv("WEFT_STACK_TRIM"));
+	weft_tunables.report_path = host_getenv("WEFT_REPORT");
+	parse_stats(host_getenv("WEFT_STATS"));
+	v = tunables_parse_size(host_getenv("WEFT_STATS_TOP"));
 	if (v >= 0)
 		weft_tunables.stats_top = (size_t)v;
 }

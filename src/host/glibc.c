@@ -87,9 +87,34 @@ const char *host_status(void)
 	return status;
 }
 
+/* getenv that also works before libc has set up `environ`: weft can
+   start from another library's .preinit_array function (AddressSanitizer's
+   start-up calls pthread functions there), which runs before libc's own
+   initialisation.  The environment is then read where the kernel put it,
+   after the argument vector that ld.so records in _dl_argv. */
+const char *host_getenv(const char *name)
+{
+	extern char **environ;
+	char ***dl_argv;
+	char **p;
+	size_t n = strlen(name);
+
+	if (environ)
+		return getenv(name);
+	dl_argv = dlsym(RTLD_DEFAULT, "_dl_argv");
+	if (!dl_argv || !*dl_argv)
+		return NULL;
+	for (p = *dl_argv; *p; p++)
+		; /* skip the arguments: the environment follows their NULL */
+	for (p++; *p; p++)
+		if (strncmp(*p, name, n) == 0 && (*p)[n] == '=')
+			return *p + n + 1;
+	return NULL;
+}
+
 const char *host_glibc_version(void)
 {
-	const char *pretend = getenv("WEFT_PRETEND_GLIBC");
+	const char *pretend = host_getenv("WEFT_PRETEND_GLIBC");
 
 	return pretend && *pretend ? pretend : gnu_get_libc_version();
 }
@@ -633,6 +658,19 @@ static const char *thread_tool(void)
 	return tool;
 }
 
+/* Where weft looks up libc's private symbols: the global scope, not a
+   handle from dlopen("libc.so.6", RTLD_NOLOAD).  Start-up can run from a
+   .preinit_array function, before libc's own initialiser, and that dlopen
+   ran the initialiser then, with the arguments and environment ld.so
+   passes to dlopen'ed objects and did not have yet: `environ` stayed
+   NULL for the whole run (tests/t_preinit_env.c).  The names looked up
+   this way are libc's own (GLIBC_PRIVATE and the like); libweft defines
+   none of them. */
+static void *libc_handle(void)
+{
+	return RTLD_DEFAULT;
+}
+
 /* glibc releases whose non-discoverable facts weft knows (user_stack as
    a bool after report_events; kernel clears `tid`; rseq inside the TCB
    or placed by __rseq_offset).  Others run in forwarding mode. */
@@ -673,8 +711,8 @@ int host_init(void)
 		status = status_buf;
 		return 0;
 	}
-	libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-	if (!libc || resolve_private(libc) != 0)
+	libc = libc_handle();
+	if (resolve_private(libc) != 0)
 		return fail("a private glibc symbol weft needs is missing");
 	int err = run_probe();
 	if (err != 0) {

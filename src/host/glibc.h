@@ -62,6 +62,7 @@ void *host_next_sym(const char *name, const char *version);
 int host_init(void);
 const char *host_status(void);
 const char *host_glibc_version(void);
+const char *host_getenv(const char *name);
 
 /* Geometry of a thread's TLS area: the static TLS blocks plus glibc's
    struct pthread, which sits at the top (thread pointer = its start). */
