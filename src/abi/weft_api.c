@@ -70,6 +70,9 @@ WEFT_EXPORT void weft_print_info(int fd)
 		    "none, dontneed, free; default %s)\n",
 		tunables_trim_name(weft_tunables.stack_trim),
 		tunables_trim_name(WEFT_STACK_TRIM_DEFAULT));
+	dprintf(fd, "  WEFT_GUARD=%s (guard pages: advise = in the page tables where "
+		    "the kernel can, mprotect = a mapping of their own; default advise)\n",
+		weft_tunables.guard_mprotect ? "mprotect" : "advise");
 	dprintf(fd, "  WEFT_REPORT=%s (file for counters at exit)\n",
 		weft_tunables.report_path ? weft_tunables.report_path : "");
 	dprintf(fd, "  WEFT_STATS=%d (counters and lock contention to stderr at exit; "

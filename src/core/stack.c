@@ -327,7 +327,8 @@ static int guard_by_advice = 1;
 
 static int install_guard(char *base, size_t guard)
 {
-	if (__atomic_load_n(&guard_by_advice, __ATOMIC_RELAXED)) {
+	if (!weft_tunables.guard_mprotect &&
+	    __atomic_load_n(&guard_by_advice, __ATOMIC_RELAXED)) {
 		if (sys_madvise(base, guard, MADV_GUARD_INSTALL) == 0)
 			return 0;
 		__atomic_store_n(&guard_by_advice, 0, __ATOMIC_RELAXED);

@@ -47,6 +47,14 @@ static void parse_trim(const char *s)
 			weft_tunables.stack_trim = i;
 }
 
+static void parse_guard(const char *s)
+{
+	if (s && strcmp(s, "mprotect") == 0)
+		weft_tunables.guard_mprotect = 1;
+	else if (s && strcmp(s, "advise") == 0)
+		weft_tunables.guard_mprotect = 0;
+}
+
 /* Off when unset, empty or "0"; any other value turns it on, so that
    WEFT_STATS=1, =yes and =on all do what they say. */
 static void parse_stats(const char *s)
@@ -64,6 +72,7 @@ void tunables_init(void)
 	if (v >= 0)
 		weft_tunables.stack_cache_count = (size_t)v;
 	parse_trim(host_getenv("WEFT_STACK_TRIM"));
+	parse_guard(host_getenv("WEFT_GUARD"));
 	weft_tunables.report_path = host_getenv("WEFT_REPORT");
 	parse_stats(host_getenv("WEFT_STATS"));
 	v = tunables_parse_size(host_getenv("WEFT_STATS_TOP"));

@@ -23,6 +23,10 @@ struct weft_tunables {
 	size_t stack_cache_count;
 	/* WEFT_STACK_TRIM: none, dontneed or free. */
 	int stack_trim;
+	/* WEFT_GUARD: 0 "advise" (MADV_GUARD_INSTALL where the kernel has
+	   it, no mapping per thread), 1 "mprotect" (a PROT_NONE mapping, as
+	   glibc's: gdb's gcore can then read the stacks). */
+	int guard_mprotect;
 	/* WEFT_REPORT: file to which counters are appended at exit. */
 	const char *report_path;
 	/* WEFT_STATS: nonzero prints counters and lock contention to
