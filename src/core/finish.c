@@ -27,7 +27,7 @@ void thread_reclaim(struct weft_thread *t)
 		stack_release(t);
 		break;
 	case WEFT_ORIGIN_ADOPTED:
-		free(t);
+		adopted_free(t);
 		break;
 	default: /* the main thread's descriptor is static */
 		break;

@@ -57,7 +57,7 @@ static void drop_in_child(struct weft_thread *t)
 		stack_release(t);
 		break;
 	case WEFT_ORIGIN_ADOPTED:
-		free(t);
+		adopted_free(t);
 		break;
 	default:
 		break;

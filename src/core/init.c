@@ -58,6 +58,7 @@ static void init_once(void)
 		weft_self(); /* adopt the main thread */
 		fork_init();
 		cancel_init();
+		tsd_adopt_startup_keys(host_real.pthread_getspecific);
 	}
 	if (weft_tunables.report_path)
 		atexit(write_report);

@@ -2,14 +2,38 @@
    create: the main thread, and threads glibc makes for itself (timer,
    mq_notify, aio and getaddrinfo_a helpers run user callbacks). */
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "../host/glibc.h"
+#include "../kernel/syscall.h"
 #include "thread.h"
 
 __thread struct weft_thread *weft_tls_self
 	__attribute__((tls_model("initial-exec")));
 
 static struct weft_thread main_thread;
+
+/* Descriptors of adopted threads come from the kernel, not from malloc: a
+   thread weft did not create can make its first weft call from inside
+   its allocator (jemalloc's background threads, made with the
+   pthread_create that follows jemalloc's own in the lookup order, call
+   pthread_self while jemalloc sets up their state through
+   pthread_setspecific), and a malloc here re-entered the allocator, which
+   failed ("<jemalloc>: Error setting tsd.") or deadlocked. */
+#define ADOPTED_SIZE ((sizeof(struct weft_thread) + 4095) & ~(size_t)4095)
+
+static struct weft_thread *adopted_alloc(void)
+{
+	void *p = sys_mmap(NULL, ADOPTED_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return sys_mmap_failed(p) ? NULL : p; /* zero-filled */
+}
+
+void adopted_free(struct weft_thread *t)
+{
+	sys_munmap(t, ADOPTED_SIZE);
+}
 
 /* Runs when an adopted glibc thread ends: its handle goes stale. */
 static void adopted_exit(void *p)
@@ -32,7 +56,7 @@ static struct weft_thread *adopt_self(void)
 		t = &main_thread;
 		t->origin = WEFT_ORIGIN_MAIN;
 	} else {
-		t = calloc(1, sizeof *t);
+		t = adopted_alloc();
 		if (!t)
 			abort();
 		t->origin = WEFT_ORIGIN_ADOPTED;
@@ -40,9 +64,13 @@ static struct weft_thread *adopt_self(void)
 	t->tcb = tcb;
 	t->tidp = host_tid_word(tcb);
 	t->join_state = WEFT_JOINABLE;
+	t->handle = (uint64_t)(uintptr_t)tcb; /* until registered */
+	/* Set before anything below can call malloc (registering this
+	   thread's exit hook does), so that a weft call made from inside
+	   the allocator finds this descriptor instead of adopting again. */
+	weft_tls_self = t;
 	if (registry_add(t) != 0)
 		t->handle = (uint64_t)(uintptr_t)tcb; /* glibc's own handle */
-	weft_tls_self = t;
 	if (t->origin == WEFT_ORIGIN_ADOPTED)
 		host_at_thread_exit(adopted_exit, t);
 	WEFT_COUNT(adopted);

@@ -176,6 +176,7 @@ int thread_default_attr_set(const pthread_attr_t *in);
 void thread_default_lock_for_fork(void);
 void thread_default_unlock_after_fork(void);
 void thread_finish(struct weft_thread *t) __attribute__((noreturn));
+void adopted_free(struct weft_thread *t); /* self.c */
 void fork_init(void);
 /* This process's id, cached (reset in a fork child): lets process-private
    objects in shared memory notice a use from another process. */
@@ -196,6 +197,8 @@ static inline int weft_serving(void)
 /* --- tsd.c: thread-specific data ------------------------------------ */
 int tsd_key_create(pthread_key_t *key, void (*destr)(void *));
 int tsd_key_delete(pthread_key_t key);
+void tsd_note_startup_key(pthread_key_t key, void (*destr)(void *));
+void tsd_adopt_startup_keys(void *(*glibc_get)(pthread_key_t));
 void *tsd_get(pthread_key_t key);
 int tsd_set(pthread_key_t key, const void *value);
 void tsd_run_destructors(struct weft_thread *t);

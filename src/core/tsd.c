@@ -90,6 +90,70 @@ int tsd_key_create(pthread_key_t *out, void (*destr)(void *))
 	return 0;
 }
 
+/* --------------------------------------------- keys made during start-up
+
+   A key created while weft starts is glibc's: start-up can call malloc
+   (the loader's error strings, glibc's pthread_create for the probe), a
+   malloc like jemalloc then initialises itself and creates its key, and
+   weft, not serving yet, forwards.  Once weft serves, the program uses
+   that number with weft's pthread_setspecific, which did not know it
+   ("<jemalloc>: Error setting tsd.").  So such keys are recorded here and
+   taken over under the same numbers, with their destructors and the
+   starting thread's values, when start-up ends.  Only start-up's own
+   reentrant calls land here: a handful at most, hence the small array
+   (more would stay glibc's, as before). */
+#define STARTUP_KEYS 32
+
+static struct {
+	pthread_key_t key;
+	void (*destr)(void *);
+} startup_keys[STARTUP_KEYS];
+static unsigned nstartup_keys;
+
+void tsd_note_startup_key(pthread_key_t key, void (*destr)(void *))
+{
+	weft_lock(&key_lock); /* other threads may be starting too */
+	if (nstartup_keys < STARTUP_KEYS && key < KEYS_PER_CHUNK) {
+		startup_keys[nstartup_keys].key = key;
+		startup_keys[nstartup_keys].destr = destr;
+		nstartup_keys++;
+	}
+	weft_unlock(&key_lock);
+}
+
+/* Makes index `i` (in the static first chunk) a live key. */
+static int key_claim(unsigned i, void (*destr)(void *))
+{
+	struct key *k = key_at(i);
+	int err = EBUSY;
+
+	weft_lock(&key_lock);
+	if (!(k->seq & 1)) {
+		if (i >= nkeys)
+			nkeys = i + 1; /* the indexes below stay free for reuse */
+		k->destr = destr;
+		__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELEASE);
+		err = 0;
+	}
+	weft_unlock(&key_lock);
+	return err;
+}
+
+void tsd_adopt_startup_keys(void *(*glibc_get)(pthread_key_t))
+{
+	for (unsigned n = 0; n < nstartup_keys; n++) {
+		pthread_key_t key = startup_keys[n].key;
+		void *v;
+
+		if (key_claim(key, startup_keys[n].destr) != 0)
+			continue;
+		v = glibc_get(key);
+		if (v)
+			tsd_set(key, v);
+	}
+	nstartup_keys = 0;
+}
+
 int tsd_key_delete(pthread_key_t key)
 {
 	struct key *k = key < nkeys ? key_at(key) : NULL;
