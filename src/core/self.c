@@ -64,13 +64,13 @@ static struct weft_thread *adopt_self(void)
 	t->tcb = tcb;
 	t->tidp = host_tid_word(tcb);
 	t->join_state = WEFT_JOINABLE;
-	t->handle = (uint64_t)(uintptr_t)tcb; /* until registered */
+	/* glibc's own handle, unless the registry gives one below. */
+	t->handle = (uint64_t)(uintptr_t)tcb;
 	/* Set before anything below can call malloc (registering this
 	   thread's exit hook does), so that a weft call made from inside
 	   the allocator finds this descriptor instead of adopting again. */
 	weft_tls_self = t;
-	if (registry_add(t) != 0)
-		t->handle = (uint64_t)(uintptr_t)tcb; /* glibc's own handle */
+	(void)registry_add(t);
 	if (t->origin == WEFT_ORIGIN_ADOPTED)
 		host_at_thread_exit(adopted_exit, t);
 	WEFT_COUNT(adopted);
