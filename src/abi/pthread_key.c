@@ -7,14 +7,12 @@
 
 WEFT_EXPORT int pthread_key_create(pthread_key_t *key, void (*destr)(void *))
 {
-	extern int weft_init_done;
-
 	if (!weft_serving()) {
 		int r = host_real.pthread_key_create(key, destr);
 
 		/* made from inside weft's start-up: weft takes it over when
 		   start-up ends (core/tsd.c) */
-		if (r == 0 && __atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) == 1)
+		if (r == 0 && weft_starting())
 			tsd_note_startup_key(*key, destr);
 		return r;
 	}

@@ -185,10 +185,15 @@ int weft_self_pid(void);
 /* --- init.c ------------------------------------------------------------- */
 extern int weft_is_active;
 void weft_init_slow(void);
+extern int weft_init_done; /* 0 not started, 1 starting, 2 done */
+/* Nonzero while start-up runs (weft forwards to glibc meanwhile). */
+static inline int weft_starting(void)
+{
+	return __atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) == 1;
+}
 /* Nonzero when weft serves calls; initialises on first use. */
 static inline int weft_serving(void)
 {
-	extern int weft_init_done;
 	if (__builtin_expect(!__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE), 0))
 		weft_init_slow();
 	return weft_is_active;

@@ -11,6 +11,7 @@
 #include <resolv.h>
 #undef p_type /* resolv.h defines it; it names an ELF field here */
 #include <setjmp.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,19 +659,6 @@ static const char *thread_tool(void)
 	return tool;
 }
 
-/* Where weft looks up libc's private symbols: the global scope, not a
-   handle from dlopen("libc.so.6", RTLD_NOLOAD).  Start-up can run from a
-   .preinit_array function, before libc's own initialiser, and that dlopen
-   ran the initialiser then, with the arguments and environment ld.so
-   passes to dlopen'ed objects and did not have yet: `environ` stayed
-   NULL for the whole run (tests/t_preinit_env.c).  The names looked up
-   this way are libc's own (GLIBC_PRIVATE and the like); libweft defines
-   none of them. */
-static void *libc_handle(void)
-{
-	return RTLD_DEFAULT;
-}
-
 /* glibc releases whose non-discoverable facts weft knows (user_stack as
    a bool after report_events; kernel clears `tid`; rseq inside the TCB
    or placed by __rseq_offset).  Others run in forwarding mode. */
@@ -679,17 +667,32 @@ static int known_release(const char *v)
 	return strcmp(v, "2.36") == 0;
 }
 
-static int fail(const char *why)
+/* Records why weft does not serve; returns 0 (not active).  No strerror
+   here: see probe_string_buffers. */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
 {
-	snprintf(status_buf, sizeof status_buf, "%s", why);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(status_buf, sizeof status_buf, fmt, ap);
+	va_end(ap);
 	status = status_buf;
 	return 0;
 }
 
 int host_init(void)
 {
-	const char *ver = host_glibc_version();
-	void *libc;
+	const char *ver = host_glibc_version(), *tool;
+	/* Where libc's private symbols are looked up: the global scope, not
+	   a handle from dlopen("libc.so.6", RTLD_NOLOAD).  Start-up can run
+	   from a .preinit_array function, before libc's own initialiser, and
+	   that dlopen ran the initialiser then, without the arguments and
+	   environment ld.so did not have yet: `environ` stayed NULL for the
+	   whole run (tests/t_preinit_env.c).  The names are libc's own
+	   (GLIBC_PRIVATE and the like); libweft defines none of them. */
+	void *libc = RTLD_DEFAULT;
+	int err;
 
 	resolve_real();
 	if (!host_real.pthread_create || !host_real.pthread_join ||
@@ -698,33 +701,19 @@ int host_init(void)
 	if (!loaded_before_libc())
 		return fail("libweft was loaded after libc (by dlopen?), so "
 			    "the program's thread calls go to glibc");
-	const char *tool = thread_tool();
-	if (tool) {
-		snprintf(status_buf, sizeof status_buf,
-			 "%s watches the thread functions itself", tool);
-		status = status_buf;
-		return 0;
-	}
-	if (!known_release(ver)) {
-		snprintf(status_buf, sizeof status_buf,
-			 "glibc %s is not a release weft knows", ver);
-		status = status_buf;
-		return 0;
-	}
-	libc = libc_handle();
+	tool = thread_tool();
+	if (tool)
+		return fail("%s watches the thread functions itself", tool);
+	if (!known_release(ver))
+		return fail("glibc %s is not a release weft knows", ver);
 	if (resolve_private(libc) != 0)
 		return fail("a private glibc symbol weft needs is missing");
-	int err = run_probe();
-	if (err != 0) {
-		/* No strerror at start-up (see probe_string_buffers). */
-		snprintf(status_buf, sizeof status_buf,
-			 "the probe glibc thread failed (%s %d)",
-			 err == -EPROTO ? "join: wrong result, error" :
-			 err == -ENOMEM ? "no memory for its stack, error" :
-					  "pthread_create error", -err);
-		status = status_buf;
-		return 0;
-	}
+	err = run_probe();
+	if (err != 0)
+		return fail("the probe glibc thread failed (%s: error %d)",
+			    err == -EPROTO ? "its result" :
+			    err == -ENOMEM ? "mapping its stack" : "pthread_create",
+			    -err);
 	resolve_lists(libc);
 	if (!probe_tid_ok || L.stackblock == NOT_FOUND ||
 	    L.result == NOT_FOUND || L.user_stack == NOT_FOUND ||
