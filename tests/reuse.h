@@ -115,4 +115,12 @@ static inline unsigned reuse_iters(unsigned dflt)
 	return s && *s ? (unsigned)strtoul(s, NULL, 10) : dflt;
 }
 
+/* Whether to run `mode`: WEFT_REUSE_MODE=NAME runs only that one. */
+static inline int reuse_mode_wanted(int mode)
+{
+	const char *s = getenv("WEFT_REUSE_MODE");
+
+	return !s || !*s || strcmp(s, reuse_mode_name[mode]) == 0;
+}
+
 #endif

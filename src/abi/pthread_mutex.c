@@ -1,6 +1,6 @@
 /* pthread_mutex_* and pthread_mutexattr_*: glibc's ABI, weft's mutexes
    (src/sync/mutex.c).  The uncontended lock and unlock of a default
-   mutex are inline here: one CAS, one exchange. */
+   mutex are inline here: one CAS each. */
 #include <string.h>
 #include "alias.h"
 #include "export.h"
@@ -97,12 +97,8 @@ WEFT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
 	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, abstime);
 }
 
-__attribute__((noinline)) static int unlock_slow(pthread_mutex_t *m, int r)
+__attribute__((noinline)) static int unlock_slow(pthread_mutex_t *m)
 {
-	if (r == -2) { /* released a contended word */
-		mutex_wake_after_release(wmutex_of(m));
-		return 0;
-	}
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_unlock)(m);
 	return mutex_unlock_slow(wmutex_of(m));
@@ -110,12 +106,9 @@ __attribute__((noinline)) static int unlock_slow(pthread_mutex_t *m, int r)
 
 WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	int r = -1;
-
-	if (__builtin_expect(active() && (r = mutex_unlock_fast(wmutex_of(m))) == 0,
-			     1))
+	if (__builtin_expect(active() && mutex_unlock_fast(wmutex_of(m)) == 0, 1))
 		return 0;
-	return unlock_slow(m, r);
+	return unlock_slow(m);
 }
 
 /* PI, PP and robust mutexes cannot be made yet (init says ENOTSUP); a

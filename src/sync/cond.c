@@ -6,9 +6,9 @@
    again, so "broadcast, destroy, free" is safe.
 
    Nobody is woken into a held mutex.  When the signaller holds the
-   waiter's mutex, the picked waiters are handed to the signaller's
-   "deferred wake" list and woken when it releases that mutex (FreeBSD
-   libthr's idea; no system call until then).  A broadcast's waiters
+   waiter's mutex, the picked waiters are hung in the mutex and woken by
+   whoever releases it next (FreeBSD libthr's deferred wake-up, kept in
+   the mutex rather than the thread; no system call until then).  A broadcast's waiters
    form a chain: only the first is woken; it takes the rest over and
    wakes the next when it releases the mutex in turn, so one waiter at a
    time runs and none wakes just to block on the mutex (the wait
@@ -37,9 +37,9 @@ enum {
 
 struct cnode {
 	struct cnode *prev, *next; /* list links, under the internal lock */
-	/* While CLAIMED: the next picked waiter of the same chain.  When
-	   released: the rest of its chain, first and last, for this waiter
-	   to take over (NULL: none). */
+	/* While CLAIMED: the next picked waiter of the same chain (NULL:
+	   the last), and, in a chain's first node, the chain's last node.
+	   A released waiter takes the rest of its chain over from them. */
 	struct cnode *bnext, *btail;
 	struct wmutex *mutex;
 	char *tcb;		   /* the waiter's thread, see cond_signal */
@@ -123,81 +123,44 @@ static int holds(struct wmutex *mx, int self)
 }
 
 /* Releases the first waiter of a chain of picked (CLAIMED) nodes, linked
-   through bnext and ending at `tail`; the waiter takes the rest over.
-   The node may be gone once its state is stored, so only its address is
-   used after that (a stale futex wake is harmless). */
-static void release_chain(struct cnode *head, struct cnode *tail)
+   through bnext; the waiter takes the rest over.  The node may be gone
+   once its state is stored, so only its address is used after that (a
+   stale futex wake is harmless). */
+void cond_release_chain(struct cnode *head)
 {
-	head->btail = head->bnext ? tail : NULL;
 	__atomic_store_n(&head->state, head->kind, __ATOMIC_RELEASE);
 	futex_wake(&head->state, 1, WEFT_FUTEX_PRIVATE);
 }
 
-/* ------------------------------------------- deferred wake-ups (per thread)
+/* ------------------------------------------- deferred wake-ups (per mutex)
 
-   Chains of picked waiters whose wake-up waits for the calling thread
-   to release a mutex it holds.  Per thread, in static TLS, so foreign
-   threads have one too.  A few mutexes at a time are plenty; past that
-   one slot's chain is released at once (correct, just no longer
-   deferred). */
-#define DEFER_SLOTS 4
+   Chains of picked waiters whose wake-up waits for the mutex they use
+   to be released.  The chain hangs in the mutex itself (mutex.h), so
+   whoever releases the mutex wakes it, even a thread other than the
+   signaller, and it survives the signaller's exit. */
 
-struct defer_slot {
-	struct wmutex *m;
-	struct cnode *head, *tail;
-};
-
-static __thread struct {
-	int n;
-	int pid; /* a fork child forgets its parent's: those waiters are gone */
-	struct defer_slot s[DEFER_SLOTS];
-} deferred __attribute__((tls_model("initial-exec")));
-
-static void defer_drop(int i)
+/* Appends a chain (head->btail its last node) to the wake-ups due when
+   the caller releases `m`, which it holds. */
+static void defer_chain(struct wmutex *m, struct cnode *head)
 {
-	deferred.s[i] = deferred.s[--deferred.n];
+	struct cnode *first = mutex_deferred(m);
+
+	if (first) {
+		first->btail->bnext = head;
+		first->btail = head->btail;
+	} else {
+		mutex_set_deferred(m, head);
+	}
 }
 
-/* Appends a chain to the wake-ups due when the caller releases `m`, and
-   makes sure that release takes the mutex's slow path. */
-static void defer_chain(struct wmutex *m, struct cnode *head,
-			struct cnode *tail)
+/* Hands a chain on while the caller holds its mutex: deferred to the
+   release, or woken at once where the mutex cannot carry it. */
+static void defer_or_release(struct cnode *head)
 {
-	int i;
-
-	if (deferred.n && deferred.pid != weft_self_pid())
-		deferred.n = 0;
-	deferred.pid = weft_self_pid();
-	for (i = 0; i < deferred.n; i++)
-		if (deferred.s[i].m == m) {
-			deferred.s[i].tail->bnext = head;
-			deferred.s[i].tail = tail;
-			mutex_mark_contended(m);
-			return;
-		}
-	if (deferred.n == DEFER_SLOTS) {
-		release_chain(deferred.s[0].head, deferred.s[0].tail);
-		defer_drop(0);
-	}
-	deferred.s[deferred.n++] = (struct defer_slot){ m, head, tail };
-	mutex_mark_contended(m);
-}
-
-void cond_flush_deferred(struct wmutex *m)
-{
-	if (__builtin_expect(deferred.n == 0, 1))
-		return;
-	if (deferred.pid != weft_self_pid()) {
-		deferred.n = 0;
-		return;
-	}
-	for (int i = 0; i < deferred.n; i++)
-		if (deferred.s[i].m == m) {
-			struct defer_slot d = deferred.s[i];
-			defer_drop(i);
-			release_chain(d.head, d.tail);
-			return;
-		}
+	if (mutex_can_defer(head->mutex))
+		defer_chain(head->mutex, head);
+	else
+		cond_release_chain(head);
 }
 
 /* A picked waiter, back with the mutex, takes the rest of its chain
@@ -207,8 +170,12 @@ void cond_flush_deferred(struct wmutex *m)
    critical section, measured slower: bench/RESULTS.md.) */
 static void adopt_chain(struct cnode *n)
 {
-	if (n->bnext)
-		defer_chain(n->mutex, n->bnext, n->btail);
+	struct cnode *rest = n->bnext;
+
+	if (!rest)
+		return;
+	rest->btail = n->btail;
+	defer_or_release(rest);
 }
 
 /* Hands a chain of picked nodes on: deferred while the caller holds
@@ -216,10 +183,11 @@ static void adopt_chain(struct cnode *n)
 static void pass_chain(struct cnode *head, struct cnode *tail)
 {
 	tail->bnext = NULL;
+	head->btail = tail;
 	if (holds(head->mutex, host_self_tid()))
-		defer_chain(head->mutex, head, tail);
+		defer_or_release(head);
 	else
-		release_chain(head, tail);
+		cond_release_chain(head);
 }
 
 /* ----------------------------------------------- process-shared design */

@@ -49,9 +49,9 @@ int cond_broadcast(struct wcond *c);
 int cond_wait(struct wcond *c, struct wmutex *m, int clock,
 	      const struct timespec *abstime);
 
-/* Wake-ups the calling thread deferred until it releases `m` (waiters
-   it signalled while holding `m`): the mutex's release calls this after
-   freeing the lock word.  Cheap when there are none. */
-void cond_flush_deferred(struct wmutex *m);
+/* Wakes the first waiter of a chain of condvar waiters deferred to a
+   mutex's release (mutex.h, mutex_set_deferred); the mutex's release
+   calls it after freeing the word.  Touches only the waiters' nodes. */
+void cond_release_chain(struct cnode *head);
 
 #endif

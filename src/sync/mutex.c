@@ -8,6 +8,7 @@
 #include "mutex.h"
 #include "../core/spin_policy.h"
 #include "../core/stats.h"
+#include "../core/thread.h"
 
 /* Attempts to take a held lock by spinning before sleeping (musl's
    figure): a short critical section of a running holder is likely to
@@ -28,42 +29,83 @@ static long now_ns(void)
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-/* Newcomers spin only while nobody sleeps (they would otherwise jump
-   the queue of sleepers, and spinning behind a queue rarely pays).  A
-   private mutex counts its sleepers exactly in the nusers field, which
-   weft does not otherwise use; a process-shared one has only the lock
-   word, whose 2 ("maybe sleepers") is sticky, and glibc peers keep
-   nusers for themselves. */
-static int has_sleepers(struct wmutex *w)
+static int is_shared(const struct wmutex *w)
 {
-	if (w->kind & MK_PSHARED)
-		return __atomic_load_n(&w->lock, __ATOMIC_RELAXED) == 2;
-	return __atomic_load_n(&w->nusers, __ATOMIC_RELAXED) != 0;
-}
-
-/* Sequentially consistent: an unlocker that reads 0 here after freeing
-   the word may skip the wake-up (mutex_wake_after_release), because a
-   sleeper counted later finds the word no longer 2 when the kernel
-   compares it. */
-static void sleepers_add(struct wmutex *w, int d)
-{
-	if (!(w->kind & MK_PSHARED))
-		__atomic_fetch_add(&w->nusers, (unsigned)d, __ATOMIC_SEQ_CST);
+	return (w->kind & MK_PSHARED) != 0;
 }
 
 static int cas(int *p, int expect, int val)
 {
-	return __atomic_compare_exchange_n(p, &expect, val, 0, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
+	return __atomic_compare_exchange_n(p, &expect, val, 0, __ATOMIC_SEQ_CST,
+					   __ATOMIC_SEQ_CST);
 }
 
-/* The starving waiter: registers in w->handoff and sleeps on that word
-   until an unlocker hands it the mutex (owner set, handoff cleared) or
-   it takes the mutex itself.  Returns 0 (owned), a positive error, or
-   -1 when another waiter is registered already.  The registration is
-   the negated tid: glibc keeps small non-negative numbers in these
-   bytes (__spins, __elision), which must never look like a request if
-   glibc used the mutex before weft became active. */
+/* Newcomers spin only while nobody sleeps (they would otherwise jump
+   the queue of sleepers, and spinning behind a queue rarely pays).  A
+   private mutex counts its sleepers exactly in the nusers field, which
+   weft does not otherwise use, and a starving waiter shows in the word;
+   a process-shared one has only the lock word, whose 2 ("maybe
+   sleepers") is sticky, and glibc peers keep nusers for themselves. */
+static int has_sleepers(struct wmutex *w)
+{
+	if (is_shared(w))
+		return __atomic_load_n(&w->lock, __ATOMIC_RELAXED) == 2;
+	return __atomic_load_n(&w->nusers, __ATOMIC_RELAXED) != 0 ||
+	       (__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & LW_HANDOFF);
+}
+
+static void sleepers_add(struct wmutex *w, int d)
+{
+	if (!is_shared(w))
+		__atomic_fetch_add(&w->nusers, (unsigned)d, __ATOMIC_SEQ_CST);
+}
+
+/* A private mutex just taken with LW_SLEEPERS set (the taker could not
+   know whether others sleep) keeps the bit only if someone is counted
+   asleep, so that its release makes no futex call for nobody.  The bit
+   goes first, the count is read after, both sequentially consistent: a
+   sleeper that the read misses counted itself later, so its futex_wait
+   compares a word without the bit and returns at once, and it sets the
+   bit again before it sleeps. */
+static void settle_sleepers(struct wmutex *w)
+{
+	__atomic_fetch_and(&w->lock, ~LW_SLEEPERS, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->nusers, __ATOMIC_SEQ_CST) != 0)
+		__atomic_fetch_or(&w->lock, LW_SLEEPERS, __ATOMIC_SEQ_CST);
+}
+
+/* Takes the word if it is free, else marks it as slept on.  Returns 1
+   when taken; otherwise *sleep_on is the value to sleep on.  Process-
+   shared: glibc's exchange with 2.  Private: the other bits (hand-off
+   request, deferred wake-ups) are kept. */
+static int take_or_mark(struct wmutex *w, int *sleep_on)
+{
+	int v;
+
+	if (is_shared(w)) {
+		*sleep_on = 2;
+		return __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0;
+	}
+	v = __atomic_fetch_or(&w->lock, LW_HELD | LW_SLEEPERS, __ATOMIC_SEQ_CST);
+	if (!(v & LW_HELD)) {
+		settle_sleepers(w);
+		return 1;
+	}
+	*sleep_on = v | LW_HELD | LW_SLEEPERS;
+	return 0;
+}
+
+/* The starving waiter (private mutexes): registers its negated tid in
+   w->handoff, then sets LW_HANDOFF in the held word, so that the
+   holder's release hands the mutex over instead of freeing it; sleeps
+   on the handoff word until the holder clears it.  Registration comes
+   first and the release clears the bit before it reads the
+   registration, so either the release sees the registrant or the
+   registrant's bit lands after the release looked and the release's
+   CAS fails (docs/sync.md).  Returns 0 (owned), a positive error, or
+   -1 when another waiter is registered already.  The tag is negative:
+   glibc keeps small non-negative numbers in these bytes (__spins,
+   __elision), which must never look like a request. */
 static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 			    const struct timespec *abstime)
 {
@@ -72,20 +114,24 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 	if (!cas(&w->handoff, 0, tag))
 		return -1;
 	for (;;) {
-		/* Keeps the word at 2 so that every unlock takes the slow
-		   path, which looks at w->handoff. */
-		if (__atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0) {
-			/* No unlocker can grant now: granting needs the lock. */
+		int v = __atomic_load_n(&w->lock, __ATOMIC_SEQ_CST);
+		if (v == 0 && cas(&w->lock, 0, LW_HELD | LW_SLEEPERS)) {
+			/* Free: nobody can be granting (that needs the
+			   mutex held), so the registration is ours to drop. */
 			__atomic_store_n(&w->handoff, 0, __ATOMIC_RELAXED);
+			settle_sleepers(w);
 			return 0;
 		}
-		sleepers_add(w, 1);
+		if (v != 0 && cas(&w->lock, v, v | LW_HANDOFF))
+			break;
+	}
+	for (;;) {
 		long r = futex_wait_until(&w->handoff, tag, clock, abstime,
 					  WEFT_FUTEX_PRIVATE);
-		sleepers_add(w, -1);
 		if (__atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) != tag)
 			return 0; /* granted */
 		if (r == -ETIMEDOUT || r == -EINVAL) {
+			/* The bit may stay: the holder's release clears it. */
 			if (cas(&w->handoff, tag, 0))
 				return (int)-r;
 			return 0; /* granted while leaving */
@@ -95,7 +141,7 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 
 /* The lock word was taken when we looked: spin briefly, then sleep.
    0 or ETIMEDOUT / EINVAL.  `contended`: others may sleep on the word
-   (a process-shared condvar waiter), so no spinning, the word goes to 2. */
+   (a process-shared condvar waiter), so no spinning. */
 static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 			  const struct timespec *abstime, int contended)
 {
@@ -106,13 +152,14 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 		int tries = spin_worthwhile() ? SPIN_TRIES : 0;
 		for (int i = 0; i < tries && !has_sleepers(w); i++) {
 			int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
-			if (v == 0 && cas(&w->lock, 0, 1))
+			if (v == 0 && cas(&w->lock, 0, LW_HELD))
 				return 0;
 			arch_spin_pause();
 		}
 	}
 	for (;;) {
-		if (__atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0)
+		int sleep_on;
+		if (take_or_mark(w, &sleep_on))
 			return 0;
 		if (priv == WEFT_FUTEX_PRIVATE && start &&
 		    now_ns() - start >= HANDOFF_AFTER_NS) {
@@ -120,11 +167,13 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 			if (r >= 0)
 				return r;
 			start = now_ns(); /* someone else is served first */
+			continue;
 		}
 		if (!start && priv == WEFT_FUTEX_PRIVATE)
 			start = now_ns();
 		sleepers_add(w, 1);
-		long r = futex_wait_until(&w->lock, 2, clock, abstime, priv);
+		long r = futex_wait_until(&w->lock, sleep_on, clock, abstime,
+					  priv);
 		sleepers_add(w, -1);
 		if (r == -ETIMEDOUT || r == -EINVAL)
 			return (int)-r;
@@ -133,17 +182,16 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 
 /* Takes the lock word; 0 or ETIMEDOUT / EINVAL.  `contended`: the
    caller knows others may sleep on the word (a process-shared condvar
-   waiter), so it takes the word as 2 straight away.  A first attempt
-   that fails is a contention: with WEFT_STATS on, its wait is timed
-   and recorded (src/core/stats.h); off, it costs the one test. */
+   waiter), so it marks the word straight away.  A first attempt that
+   fails is a contention: with WEFT_STATS on, its wait is timed and
+   recorded (src/core/stats.h); off, it costs the one test. */
 static int lock_word(struct wmutex *w, int self, clockid_t clock,
 		     const struct timespec *abstime, int contended)
 {
 	long t0;
-	int r;
+	int r, sleep_on;
 
-	if (contended ? __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0
-		      : cas(&w->lock, 0, 1))
+	if (contended ? take_or_mark(w, &sleep_on) : cas(&w->lock, 0, LW_HELD))
 		return 0;
 	if (!stats_enabled())
 		return lock_word_wait(w, self, clock, abstime, contended);
@@ -153,50 +201,96 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 	return r;
 }
 
-/* Hands the just-released mutex to the registered starving waiter
-   (registration `tag` = -tid).  Returns 1 when no wake-up on the lock
-   word is needed any more. */
-static int grant(struct wmutex *w, int tag)
+/* ------------------------------------------------------------ release
+
+   The rule (docs/sync.md, "No touch after release"): everything the
+   release needs from the mutex is read before the store that lets
+   another thread take it, because that thread may destroy the mutex and
+   reuse its memory at once.  After that store only a futex wake by
+   address (harmless on reused memory) and the deferred condvar waiters,
+   whose nodes live on their own stacks, are touched. */
+
+/* Called by the holder with LW_HANDOFF seen in the word `v`: clears the
+   bit, then looks for the registrant and hands the mutex to it (owner
+   set, registration cleared: that store is the release, the word stays
+   held for the new owner).  Returns 1 when handed over; 0 when the
+   caller must look at the word again. */
+static int hand_off(struct wmutex *w, int v)
 {
-	for (;;) {
-		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
-		if (v == 0 && cas(&w->lock, 0, 2))
-			break;
-		/* Someone took it in the instant it was free: make sure
-		   its unlock comes this way too, and let it grant. */
-		if (v == 2 || (v == 1 && cas(&w->lock, 1, 2)))
-			return 1;
-	}
+	int tag;
+
+	if (!cas(&w->lock, v, v & ~LW_HANDOFF))
+		return 0;
+	tag = __atomic_load_n(&w->handoff, __ATOMIC_SEQ_CST);
+	if (tag >= 0)
+		return 0; /* it timed out and withdrew */
 	w->owner = -tag;
-	if (__atomic_compare_exchange_n(&w->handoff, &tag, 0, 0,
-					__ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+	if (cas(&w->handoff, tag, 0)) {
 		futex_wake(&w->handoff, 1, WEFT_FUTEX_PRIVATE);
 		return 1;
 	}
-	/* It left (timed out) before we could grant: release again. */
-	w->owner = 0;
-	__atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
+	w->owner = 0; /* withdrew in the meantime */
 	return 0;
 }
 
-/* The lock word read 2 when it was freed: condvar waiters whose wake-up
-   the caller deferred to this release, a starving waiter to hand the
-   mutex to, or sleepers to wake.  A private mutex counts its sleepers
-   exactly, so a 2 left by a deferral or by waiters that are gone costs
-   no system call. */
-void mutex_wake_after_release(struct wmutex *w)
+/* Takes the chain of deferred condvar wake-ups out of the mutex (the
+   caller still holds it).  A fork child's copy of a chain names the
+   parent's threads: dropped. */
+static struct cnode *take_deferred(struct wmutex *w)
 {
-	int priv = mutex_futex_flag(w);
+	struct cnode *head = w->list[0];
 
-	cond_flush_deferred(w);
-	if (priv == WEFT_FUTEX_PRIVATE) {
-		int tag = __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE);
-		if (tag < 0 && grant(w, tag))
-			return;
-		if (__atomic_load_n(&w->nusers, __ATOMIC_SEQ_CST) == 0)
-			return;
+	if (!head)
+		return NULL;
+	w->list[0] = NULL;
+	return (pid_t)(uintptr_t)w->list[1] == weft_self_pid() ? head : NULL;
+}
+
+static void release_private(struct wmutex *w)
+{
+	int v = __atomic_load_n(&w->lock, __ATOMIC_ACQUIRE);
+	struct cnode *chain = (v & LW_DEFERRED) ? take_deferred(w) : NULL;
+
+	w->owner = 0;
+	for (;;) {
+		if ((v & LW_HANDOFF) && hand_off(w, v))
+			goto wake_chain;
+		if (!(v & LW_HANDOFF) && cas(&w->lock, v, 0))
+			break; /* released: w is not touched any more */
+		v = __atomic_load_n(&w->lock, __ATOMIC_SEQ_CST);
 	}
-	futex_wake(&w->lock, 1, priv);
+	if (v & LW_SLEEPERS)
+		futex_wake(&w->lock, 1, WEFT_FUTEX_PRIVATE);
+wake_chain:
+	if (chain)
+		cond_release_chain(chain);
+}
+
+static void release(struct wmutex *w)
+{
+	if (!is_shared(w)) {
+		release_private(w);
+		return;
+	}
+	/* glibc's protocol, so that glibc peers share the mutex. */
+	w->owner = 0;
+	if (__atomic_exchange_n(&w->lock, 0, __ATOMIC_RELEASE) > 1)
+		futex_wake(&w->lock, 1, WEFT_FUTEX_SHARED);
+}
+
+struct cnode *mutex_deferred(struct wmutex *w)
+{
+	if (!(__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & LW_DEFERRED) ||
+	    (pid_t)(uintptr_t)w->list[1] != weft_self_pid())
+		return NULL;
+	return w->list[0];
+}
+
+void mutex_set_deferred(struct wmutex *w, struct cnode *head)
+{
+	w->list[0] = head;
+	w->list[1] = (void *)(uintptr_t)weft_self_pid();
+	__atomic_fetch_or(&w->lock, LW_DEFERRED, __ATOMIC_RELEASE);
 }
 
 /* Owner checks shared by lock and trylock for the checked types.
@@ -210,7 +304,7 @@ static int relock_by_owner(struct wmutex *w, int type, int self, int trying)
 	if (type == PTHREAD_MUTEX_ERRORCHECK)
 		return trying ? EBUSY : EDEADLK;
 	if (w->count == UINT_MAX)
-		return EOVERFLOW;
+		return EAGAIN; /* POSIX and glibc */
 	w->count++;
 	return 0;
 }
@@ -257,14 +351,6 @@ int mutex_trylock_slow(struct wmutex *w)
 	return 0;
 }
 
-static int release(struct wmutex *w)
-{
-	w->owner = 0;
-	if (__atomic_exchange_n(&w->lock, 0, __ATOMIC_RELEASE) == 2)
-		mutex_wake_after_release(w);
-	return 0;
-}
-
 /* ENOTSUP for the kinds weft cannot make; EPERM when an owner-checked
    mutex (recursive, error-checking) is not held by the caller. */
 int mutex_check_owner(struct wmutex *w)
@@ -290,7 +376,8 @@ int mutex_unlock_slow(struct wmutex *w)
 	if ((w->kind & MK_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE &&
 	    --w->count != 0)
 		return 0;
-	return release(w);
+	release(w);
+	return 0;
 }
 
 unsigned mutex_release_for_wait(struct wmutex *w)
@@ -314,15 +401,6 @@ void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
 	w->owner = self;
 	if ((w->kind & MK_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE)
 		w->count = depth ? depth : 1;
-}
-
-void mutex_mark_contended(struct wmutex *w)
-{
-	int v = 1;
-
-	/* Held by the caller: the word is 1 or 2, only ever raised. */
-	__atomic_compare_exchange_n(&w->lock, &v, 2, 0, __ATOMIC_RELAXED,
-				    __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------- init */

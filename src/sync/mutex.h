@@ -2,21 +2,29 @@
 
    Layout (glibc's struct __pthread_mutex_s on x86-64):
 
-     0  lock     futex word: 0 free, 1 held, 2 held and maybe sleepers
+     0  lock     futex word, see below
      4  count    recursion depth, 1 when locked once (recursive type)
      8  owner    tid of the holder, for every type; 0 when free
-    12  nusers   private mutexes: number of sleeping waiters (decides
-                 whether a newcomer spins); process-shared: glibc's, untouched
+    12  nusers   private mutexes: number of waiters asleep on the lock
+                 word (decides whether a newcomer spins and whether the
+                 word keeps LW_SLEEPERS); process-shared: glibc's, untouched
     16  kind     glibc's encoding: type in bits 0-1, robust 16, PI 32,
                  PP 64, process-shared 128, ceiling in bits 19-31
     20  handoff  (glibc's __spins/__elision) private mutexes only: -tid of
                  the one starving waiter asking for a direct hand-off
-    24  list     unused (glibc's robust list links)
+    24  list     private mutexes: the condvar wake-ups deferred to the
+                 release (first node, and the pid that deferred them);
+                 glibc's robust list links otherwise, untouched
 
-   The lock word keeps glibc's 0/1/2 protocol, so a process-shared
-   normal mutex interoperates with a plain glibc process.  A private
-   mutex counts its sleepers exactly in nusers, so an unlock that reads
-   2 makes no futex call when nobody sleeps. */
+   Process-shared lock word: glibc's 0 free, 1 held, 2 held and maybe
+   sleepers, so a plain glibc process can share the mutex.  Private lock
+   word: bits, 0 meaning free (so glibc's 0/1/2 still read right):
+   LW_HELD, LW_SLEEPERS (someone may sleep on the word), LW_HANDOFF (a
+   starving waiter waits for the mutex to be handed to it), LW_DEFERRED
+   (condvar wake-ups wait in `list`).  The fast unlock is a CAS from
+   exactly "held" to free; any other bit sends it to the slow path,
+   which reads everything it needs before the store that frees the word
+   (docs/sync.md, "No touch after release"). */
 #ifndef WEFT_SYNC_MUTEX_H
 #define WEFT_SYNC_MUTEX_H
 
@@ -33,6 +41,12 @@
 #define MK_PP 64
 #define MK_PSHARED 128
 #define MK_UNSUPPORTED (MK_ROBUST | MK_PI | MK_PP)
+
+/* The private lock word's bits. */
+#define LW_HELD 1
+#define LW_SLEEPERS 2
+#define LW_HANDOFF 4
+#define LW_DEFERRED 8
 /* Bits that take a mutex off the inline fast path: everything but the
    process-shared bit (and glibc's elision hints, bits 8-9, ignored). */
 #define MK_SLOW_BITS 0x7f
@@ -84,14 +98,22 @@ static inline int mutex_trylock_fast(struct wmutex *w)
 	return 0;
 }
 
+/* Frees the word only if it says "held" and nothing else: sleepers, a
+   hand-off request or deferred wake-ups need the slow path, which must
+   read them before the word is free (once it is, the mutex may already
+   be destroyed and its memory reused). */
 static inline int mutex_unlock_fast(struct wmutex *w)
 {
+	int held = LW_HELD;
+
 	if (__builtin_expect((w->kind & MK_SLOW_BITS) != 0, 0))
 		return -1;
 	w->owner = 0;
-	if (__builtin_expect(
-		    __atomic_exchange_n(&w->lock, 0, __ATOMIC_RELEASE) != 1, 0))
-		return -2; /* was contended: wake */
+	if (__builtin_expect(!__atomic_compare_exchange_n(&w->lock, &held, 0, 0,
+							  __ATOMIC_RELEASE,
+							  __ATOMIC_RELAXED),
+			     0))
+		return -1;
 	return 0;
 }
 
@@ -100,8 +122,6 @@ int mutex_lock_slow(struct wmutex *w, clockid_t clock,
 		    const struct timespec *abstime);
 int mutex_trylock_slow(struct wmutex *w);
 int mutex_unlock_slow(struct wmutex *w);
-/* After the fast path released a contended lock (it read 2). */
-void mutex_wake_after_release(struct wmutex *w);
 
 int mutex_init(struct wmutex *w, const pthread_mutexattr_t *attr);
 int mutex_destroy(struct wmutex *w);
@@ -116,9 +136,21 @@ int mutex_check_owner(struct wmutex *w);
 unsigned mutex_release_for_wait(struct wmutex *w);
 void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
 				int contended);
-/* Marks the held mutex as contended (lock word 2), so that its release
-   takes the slow path, which runs the condvar wake-ups deferred to it. */
-void mutex_mark_contended(struct wmutex *w);
+
+/* Condvar wake-ups deferred to the mutex's release (src/sync/cond.c):
+   a chain of picked waiters whose first node sits in the mutex.  Only
+   private mutexes without robust/PI/PP semantics carry one: a glibc peer
+   or the kernel (robust owner death) would free the word without
+   looking.  The caller of mutex_deferred / mutex_set_deferred holds the
+   mutex; whoever releases it next, the holder or not, takes the chain
+   and wakes its first waiter after the word is free. */
+struct cnode;
+static inline int mutex_can_defer(const struct wmutex *w)
+{
+	return !(w->kind & (MK_PSHARED | MK_UNSUPPORTED));
+}
+struct cnode *mutex_deferred(struct wmutex *w);
+void mutex_set_deferred(struct wmutex *w, struct cnode *head);
 
 /* --- attributes (the word of pthread_mutexattr_t) ------------------- */
 int mutexattr_settype(unsigned *a, int type);
