@@ -383,6 +383,34 @@ static char *map_new(size_t map_size, size_t guard)
 	return base;
 }
 
+/* The size of a weft-mapped block (stack rounded up to pages, plus the
+   guard) and of its guard.  Sizes that wrap around are EINVAL, as glibc
+   answers (allocate_stack): a guard whose rounding to pages overflows,
+   or a stack and guard whose sum does, with the stack aligned down to
+   the static TLS alignment first as glibc does.  A sum that glibc would
+   still pass to mmap, which refuses it, is EAGAIN; so is one that only
+   the rounding to pages makes overflow.  A stack too small for TLS and
+   descriptor is enlarged. */
+static int block_size(const struct weft_stack_request *req, size_t *size,
+		      size_t *guard)
+{
+	size_t stack = req->stacksize ? req->stacksize : stack_default_size();
+	size_t least = host_tls_area_size() + sizeof(struct weft_thread) +
+		       2 * MIN_STACK_LEFT;
+	size_t g = round_up(req->guardsize, PAGE);
+
+	if (g < req->guardsize ||
+	    __builtin_add_overflow(stack & ~(host_tls_align() - 1), g, size))
+		return EINVAL;
+	if (stack < least)
+		stack = least;
+	if (__builtin_add_overflow(stack, PAGE - 1, &stack) ||
+	    __builtin_add_overflow(stack & ~(PAGE - 1), g, size))
+		return EAGAIN;
+	*guard = g;
+	return 0;
+}
+
 struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 				  int *err)
 {
@@ -404,14 +432,8 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 		t->map_base = NULL;
 		t->map_size = 0;
 	} else {
-		guard = round_up(req->guardsize, PAGE);
-		size = round_up(req->stacksize ? req->stacksize
-					       : stack_default_size(), PAGE);
-		size = size < host_tls_area_size() + sizeof *t + 2 * MIN_STACK_LEFT
-			       ? round_up(host_tls_area_size() + sizeof *t +
-						  2 * MIN_STACK_LEFT, PAGE)
-			       : size;
-		size += guard;
+		if ((*err = block_size(req, &size, &guard)) != 0)
+			return NULL;
 		t = cache_take(size, guard);
 		if (t) {
 			WEFT_COUNT(stacks_reused);
