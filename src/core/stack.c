@@ -322,12 +322,21 @@ trimmed:
    (MADV_GUARD_INSTALL): no PROT_NONE mapping of their own, so a thread
    costs one entry of the process's mapping table (vm.max_map_count,
    65530 by default) instead of two, and neighbouring blocks may even
-   merge.  Older kernels refuse the advice; then mprotect as usual. */
+   merge.  Older kernels refuse the advice; then mprotect as usual.
+
+   The advice writes a page-table entry for every guard page: 2 KiB of
+   page tables and about 5 us per MiB of guard (2 GiB and seconds for a
+   1 TiB guard), where a PROT_NONE mapping costs the same at any size.
+   Up to GUARD_ADVICE_MAX the advice is as fast as mprotect and its page
+   tables stay under half a KiB; larger guards get the mapping
+   (measurements in docs/lifecycle.md, "Large guards"). */
+#define GUARD_ADVICE_MAX (256UL << 10)
+
 static int guard_by_advice = 1;
 
 static int install_guard(char *base, size_t guard)
 {
-	if (!weft_tunables.guard_mprotect &&
+	if (guard <= GUARD_ADVICE_MAX && !weft_tunables.guard_mprotect &&
 	    __atomic_load_n(&guard_by_advice, __ATOMIC_RELAXED)) {
 		if (sys_madvise(base, guard, MADV_GUARD_INSTALL) == 0)
 			return 0;
