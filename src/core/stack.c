@@ -428,7 +428,15 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 	size_t guard, size;
 
 	if (req->user_top) {
-		/* The user's memory: same layout, no guard, never ours. */
+		/* The user's memory: same layout, no guard, never ours.  Its
+		   ends may be at any address: lay_out aligns downwards from
+		   the top.  A size reaching below address 0 (the attribute's
+		   top wrapped around) is refused: glibc would write its
+		   descriptor near the top of the address space and crash. */
+		if ((uintptr_t)req->user_top < req->user_size) {
+			*err = EINVAL;
+			return NULL;
+		}
 		lo = req->user_top - req->user_size;
 		size = req->user_size;
 		guard = 0;
