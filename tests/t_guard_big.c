@@ -6,11 +6,9 @@
    than PTE_BOUND_KIB since before its creation, that a ---p mapping
    covers the whole guard below its stack, and that writes to the top
    and the bottom byte of the guard kill a forked copy with SIGSEGV. */
-#include <signal.h>
 #include <stdint.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "harness.h"
+#include "child.h"
 
 /* The thread's own stack pages, a page-table page or two for a new
    region of the address space, malloc's arena: a few tens of KiB.  The
@@ -45,24 +43,22 @@ static int mapping_ending_at(uintptr_t end, uintptr_t *start, char perms[5])
 	return found;
 }
 
-/* A write to `p` must kill the writer with SIGSEGV (tried in a child). */
-static void check_write_faults(volatile char *p, const char *what)
+static int write_byte(int wfd, void *p)
 {
-	pid_t pid;
-	int st;
+	(void)wfd;
+	*(volatile char *)p = 1;
+	return 0;
+}
 
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	REQUIRE(pid >= 0, "fork failed");
-	if (pid == 0) {
-		*p = 1;
-		_exit(0);
-	}
-	REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid failed");
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
-	      "expected SIGSEGV writing %s (%p), got status %#x", what,
-	      (void *)p, st);
+/* A write to `p` must kill the writer with SIGSEGV (tried in a child). */
+static void check_write_faults(char *p, const char *what)
+{
+	struct child_result r;
+
+	REQUIRE(run_child(write_byte, p, 20000, &r) == 0, "fork");
+	CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV,
+	      "expected SIGSEGV writing %s (%p), got %s", what, (void *)p,
+	      status_str(&r));
 }
 
 static void *probe(void *arg)

@@ -16,9 +16,8 @@
    (in a child process). */
 #include <signal.h>
 #include <stdint.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "harness.h"
+#include "child.h"
 
 enum scenario {
 	PLAIN = 1,	/* B exits, nothing stored: C is dropped */
@@ -290,49 +289,51 @@ static void check_adopted(void)
 
 static pthread_t main_handle;
 static struct run main_run;
+static int main_wfd;
 
+/* Joins the main thread, and reports what it saw. */
 static void *join_main(void *arg)
 {
+	char out[256];
 	void *res = NULL;
+	int rc;
 
 	(void)arg;
-	CHECK_WEFT_THREAD();
-	CHECK_ERR(pthread_join(main_handle, &res), 0);
-	CHECK(res == EXIT_VALUE, "main thread, scenario %d: joiner got %p, "
-	      "expected %p", main_run.sc, res, EXIT_VALUE);
-	CHECK(strcmp(main_run.log, glibc_log[main_run.sc]) == 0,
-	      "main thread, scenario %d: destructors ran \"%s\", expected "
-	      "glibc's \"%s\"", main_run.sc, main_run.log,
-	      glibc_log[main_run.sc]);
-	fflush(stderr);
-	_exit(harness_failures ? 1 : 0);
+	rc = pthread_join(main_handle, &res);
+	snprintf(out, sizeof out, "origin %d join %d value %p log %s",
+		 weft_self_origin ? weft_self_origin() : -1, rc, res,
+		 main_run.log);
+	put(main_wfd, out);
+	_exit(0);
 }
 
-/* In a child: its main thread sets the values and calls pthread_exit;
-   a thread joins it and reports by exit status. */
+/* In a child: the main thread sets the values and calls pthread_exit. */
+static int main_thread_exits(int wfd, void *arg)
+{
+	pthread_t t;
+
+	main_wfd = wfd;
+	main_run.sc = *(enum scenario *)arg;
+	cur = &main_run;
+	main_handle = pthread_self();
+	set_values();
+	if (pthread_create(&t, NULL, join_main, NULL) != 0)
+		return 2;
+	pthread_exit((void *)7);
+}
+
 static void check_main_thread(enum scenario sc)
 {
-	pid_t pid;
-	int st;
+	struct child_result r;
+	char want[256];
 
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	REQUIRE(pid >= 0, "fork failed");
-	if (pid == 0) {
-		pthread_t t;
-
-		main_run.sc = sc;
-		cur = &main_run;
-		main_handle = pthread_self();
-		set_values();
-		if (pthread_create(&t, NULL, join_main, NULL) != 0)
-			_exit(2);
-		pthread_exit((void *)7);
-	}
-	REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "main thread, scenario "
-	      "%d: the child ended with status %#x", sc, st);
+	snprintf(want, sizeof want, "origin %d join 0 value %p log %s",
+		 WEFT_THREAD_CREATED, EXIT_VALUE, glibc_log[sc]);
+	REQUIRE(run_child(main_thread_exits, &sc, 20000, &r) == 0, "fork");
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	      strcmp(r.out, want) == 0, "main thread, scenario %d: expected "
+	      "\"%s\" and exit 0, got \"%s\" and %s", sc, want, r.out,
+	      status_str(&r));
 }
 
 int main(void)
