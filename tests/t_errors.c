@@ -31,7 +31,8 @@ static void test_attr_einval(void)
 	CHECK_ERR(pthread_attr_setdetachstate(&a, 42), EINVAL);
 
 	REQUIRE(posix_memalign(&buf, 65536, 4 * SMALL_STACK) == 0, "posix_memalign");
-	CHECK_ERR(pthread_attr_setstack(&a, (char *)buf + 1, SMALL_STACK), EINVAL);
+	/* Any address, as glibc 2.36 (t_user_stack runs threads there). */
+	CHECK_ERR(pthread_attr_setstack(&a, (char *)buf + 1, SMALL_STACK), 0);
 	CHECK_ERR(pthread_attr_setstack(&a, buf, min - 1), EINVAL);
 	CHECK_ERR(pthread_attr_setstack(&a, buf, 1024), EINVAL);
 	CHECK_ERR(pthread_attr_setstack(&a, buf, SMALL_STACK), 0);

@@ -5,7 +5,6 @@
    pthread_attr_destroy frees it. */
 #include <errno.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,13 +95,16 @@ WEFT_EXPORT int pthread_attr_getstacksize(const pthread_attr_t *a, size_t *s)
 	return 0;
 }
 
-/* The stack must be usable as one: big enough and 16-byte aligned at
-   both ends, as the x86-64 ABI requires of a stack pointer. */
+/* Any address and size from PTHREAD_STACK_MIN up, as glibc: programs
+   pass malloc'd memory of odd sizes.  pthread_create aligns inside it
+   (TCB, descriptor and first stack pointer are placed at aligned
+   addresses below the top, src/core/stack.c), and refuses a size that
+   leaves no room below the TLS blocks or that wraps around. */
 WEFT_EXPORT int pthread_attr_setstack(pthread_attr_t *a, void *addr, size_t s)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_attr_setstack)(a, addr, s);
-	if (s < (size_t)PTHREAD_STACK_MIN || ((uintptr_t)addr & 15) || (s & 15))
+	if (s < (size_t)PTHREAD_STACK_MIN)
 		return EINVAL;
 	gattr(a)->stackaddr = (char *)addr + s;
 	gattr(a)->stacksize = s;

@@ -54,27 +54,30 @@ static inline int active(void)
 
 WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 {
-	struct weft_tsd_value *v;
+	struct weft_thread *t;
 	uintptr_t seq;
 
 	/* No "key exists" test needed: a slot's value is non-NULL only when
 	   it was stored under an odd (live) sequence, which an unused or
 	   deleted key's even one never equals. */
-	if (active() && (v = tsd_fast_slot(key, &seq)) != NULL)
-		return v->seq == seq ? v->value : NULL;
+	if (active() && (t = tsd_fast_self(key, &seq)) != NULL)
+		return t->tsd_inline[key].seq == seq ? t->tsd_inline[key].value
+						     : NULL;
 	return getspecific_slow(key);
 }
 
 WEFT_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
 {
-	struct weft_tsd_value *v;
+	struct weft_thread *t;
 	uintptr_t seq;
 
-	if (active() && (v = tsd_fast_slot(key, &seq)) != NULL) {
+	if (active() && (t = tsd_fast_self(key, &seq)) != NULL) {
 		if (!(seq & 1))
 			return EINVAL;
-		v->seq = seq;
-		v->value = (void *)value;
+		t->tsd_inline[key].seq = seq;
+		t->tsd_inline[key].value = (void *)value;
+		if (value)
+			t->tsd_stored = 1; /* the destructor rounds look */
 		return 0;
 	}
 	return setspecific_slow(key, (uintptr_t)value);

@@ -57,12 +57,51 @@ static int mark_finished(struct weft_thread *t)
 	}
 }
 
+struct exit_duty {
+	void (*run)(struct weft_thread *);
+	struct weft_thread *t;
+	int done;
+};
+
+static void *run_duty(void *p)
+{
+	struct exit_duty *d = p;
+
+	d->run(d->t);
+	d->done = 1;
+	return NULL;
+}
+
+/* glibc keeps a thread's bottom unwind buffer registered while its
+   destructors run, so a destructor that calls pthread_exit unwinds to
+   it; the thread's exit code then starts again after the start routine,
+   with that exit value.  weft gives the duty a buffer of its own (the
+   one host_run_thread gives a start routine) and runs it again until it
+   completes; the duty itself knows what is left to do (__call_tls_dtors
+   takes each destructor off its list before calling it, tsd.c decides
+   for the key destructors). */
+void thread_exit_duty(struct weft_thread *t, void (*duty)(struct weft_thread *))
+{
+	struct exit_duty d = { duty, t, 0 };
+	void *value;
+
+	while (value = host_run_thread(run_duty, &d), !d.done)
+		t->result = value;
+}
+
+/* C++ thread_local destructors first, then the key destructors, in
+   glibc's order. */
+static void destructors(struct weft_thread *t)
+{
+	host_call_tls_dtors();
+	tsd_run_destructors(t);
+}
+
 __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 {
 	ksigset_t all = ~(ksigset_t)0;
 
-	host_call_tls_dtors();
-	tsd_run_destructors(t);
+	thread_exit_duty(t, destructors);
 	host_libc_freeres(t->tcb);
 	/* G4: glibc's count of live threads; the last one ends the process
 	   the way returning from main would (atexit handlers run). */

@@ -41,8 +41,10 @@ static void adopted_exit(void *p)
 	struct weft_thread *t = p;
 
 	/* Joins and detaches of adopted threads are glibc's business (they
-	   are forwarded with the TCB), so nobody else holds `t`. */
-	tsd_run_destructors(t);
+	   are forwarded with the TCB), so nobody else holds `t`.  A key
+	   destructor's pthread_exit must not unwind past this hook: the
+	   handle would stay valid and the descriptor leak. */
+	thread_exit_duty(t, tsd_run_destructors);
 	weft_tls_self = NULL;
 	thread_reclaim(t);
 }

@@ -322,12 +322,21 @@ trimmed:
    (MADV_GUARD_INSTALL): no PROT_NONE mapping of their own, so a thread
    costs one entry of the process's mapping table (vm.max_map_count,
    65530 by default) instead of two, and neighbouring blocks may even
-   merge.  Older kernels refuse the advice; then mprotect as usual. */
+   merge.  Older kernels refuse the advice; then mprotect as usual.
+
+   The advice writes a page-table entry for every guard page: 2 KiB of
+   page tables and about 5 us per MiB of guard (2 GiB and seconds for a
+   1 TiB guard), where a PROT_NONE mapping costs the same at any size.
+   Up to GUARD_ADVICE_MAX the advice is as fast as mprotect and its page
+   tables stay under half a KiB; larger guards get the mapping
+   (measurements in docs/lifecycle.md, "Large guards"). */
+#define GUARD_ADVICE_MAX (256UL << 10)
+
 static int guard_by_advice = 1;
 
 static int install_guard(char *base, size_t guard)
 {
-	if (!weft_tunables.guard_mprotect &&
+	if (guard <= GUARD_ADVICE_MAX && !weft_tunables.guard_mprotect &&
 	    __atomic_load_n(&guard_by_advice, __ATOMIC_RELAXED)) {
 		if (sys_madvise(base, guard, MADV_GUARD_INSTALL) == 0)
 			return 0;
@@ -383,6 +392,34 @@ static char *map_new(size_t map_size, size_t guard)
 	return base;
 }
 
+/* The size of a weft-mapped block (stack rounded up to pages, plus the
+   guard) and of its guard.  Sizes that wrap around are EINVAL, as glibc
+   answers (allocate_stack): a guard whose rounding to pages overflows,
+   or a stack and guard whose sum does, with the stack aligned down to
+   the static TLS alignment first as glibc does.  A sum that glibc would
+   still pass to mmap, which refuses it, is EAGAIN; so is one that only
+   the rounding to pages makes overflow.  A stack too small for TLS and
+   descriptor is enlarged. */
+static int block_size(const struct weft_stack_request *req, size_t *size,
+		      size_t *guard)
+{
+	size_t stack = req->stacksize ? req->stacksize : stack_default_size();
+	size_t least = host_tls_area_size() + sizeof(struct weft_thread) +
+		       2 * MIN_STACK_LEFT;
+	size_t g = round_up(req->guardsize, PAGE);
+
+	if (g < req->guardsize ||
+	    __builtin_add_overflow(stack & ~(host_tls_align() - 1), g, size))
+		return EINVAL;
+	if (stack < least)
+		stack = least;
+	if (__builtin_add_overflow(stack, PAGE - 1, &stack) ||
+	    __builtin_add_overflow(stack & ~(PAGE - 1), g, size))
+		return EAGAIN;
+	*guard = g;
+	return 0;
+}
+
 struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 				  int *err)
 {
@@ -391,7 +428,15 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 	size_t guard, size;
 
 	if (req->user_top) {
-		/* The user's memory: same layout, no guard, never ours. */
+		/* The user's memory: same layout, no guard, never ours.  Its
+		   ends may be at any address: lay_out aligns downwards from
+		   the top.  A size reaching below address 0 (the attribute's
+		   top wrapped around) is refused: glibc would write its
+		   descriptor near the top of the address space and crash. */
+		if ((uintptr_t)req->user_top < req->user_size) {
+			*err = EINVAL;
+			return NULL;
+		}
 		lo = req->user_top - req->user_size;
 		size = req->user_size;
 		guard = 0;
@@ -404,14 +449,8 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 		t->map_base = NULL;
 		t->map_size = 0;
 	} else {
-		guard = round_up(req->guardsize, PAGE);
-		size = round_up(req->stacksize ? req->stacksize
-					       : stack_default_size(), PAGE);
-		size = size < host_tls_area_size() + sizeof *t + 2 * MIN_STACK_LEFT
-			       ? round_up(host_tls_area_size() + sizeof *t +
-						  2 * MIN_STACK_LEFT, PAGE)
-			       : size;
-		size += guard;
+		if ((*err = block_size(req, &size, &guard)) != 0)
+			return NULL;
 		t = cache_take(size, guard);
 		if (t) {
 			WEFT_COUNT(stacks_reused);

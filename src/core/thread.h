@@ -92,6 +92,8 @@ struct weft_thread {
 	unsigned cache_gen;  /* the fork generation it was cached in */
 
 	/* Thread-specific data: keys 0..31 inline, others in blocks. */
+	int tsd_stored;	     /* a non-NULL value was set (tsd.c) */
+	int tsd_destroying;  /* the key destructors are running */
 	struct weft_tsd_value tsd_inline[WEFT_TSD_INLINE];
 	struct weft_tsd_value **tsd_blocks;
 	size_t tsd_nblocks;
@@ -176,6 +178,11 @@ int thread_default_attr_set(const pthread_attr_t *in);
 void thread_default_lock_for_fork(void);
 void thread_default_unlock_after_fork(void);
 void thread_finish(struct weft_thread *t) __attribute__((noreturn));
+/* Runs an exit duty (destructors) of the calling thread `t` so that a
+   pthread_exit inside it ends only the destructor that called it, as in
+   glibc: the duty then runs again and the exit value becomes the
+   thread's result. */
+void thread_exit_duty(struct weft_thread *t, void (*duty)(struct weft_thread *));
 void adopted_free(struct weft_thread *t); /* self.c */
 void fork_init(void);
 /* This process's id, cached (reset in a fork child): lets process-private

@@ -216,24 +216,26 @@ void *tsd_get(pthread_key_t key)
 
 int tsd_set(pthread_key_t key, const void *value)
 {
+	struct weft_thread *t;
 	struct weft_tsd_value *v;
 	uintptr_t seq;
 
 	if (key >= nkeys || !key_live(key_at(key), &seq))
 		return EINVAL;
-	v = slot(weft_self(), key, value != NULL);
+	t = weft_self();
+	v = slot(t, key, value != NULL);
 	if (!v)
 		return value ? ENOMEM : 0;
 	v->seq = seq;
 	v->value = (void *)value;
+	if (value)
+		t->tsd_stored = 1;
 	return 0;
 }
 
-/* One pass over a block of values; returns nonzero if a destructor ran. */
-static int destroy_block(struct weft_tsd_value *vals, unsigned first)
+/* One pass over a block of values. */
+static void destroy_block(struct weft_tsd_value *vals, unsigned first)
 {
-	int ran = 0;
-
 	for (unsigned i = 0; i < WEFT_TSD_INLINE; i++) {
 		struct weft_tsd_value *v = &vals[i];
 		struct key *k;
@@ -244,27 +246,43 @@ static int destroy_block(struct weft_tsd_value *vals, unsigned first)
 			continue;
 		v->value = NULL;
 		k = key_at(first + i);
-		if (key_live(k, &seq) && seq == v->seq && k->destr) {
+		if (key_live(k, &seq) && seq == v->seq && k->destr)
 			k->destr(value);
-			ran = 1;
-		}
 	}
-	return ran;
 }
 
-/* At thread exit: POSIX's destructor rounds, then the value blocks go. */
-void tsd_run_destructors(struct weft_thread *t)
+/* POSIX's destructor rounds, with glibc's rule for repeating them:
+   another round follows while a destructor stored a non-NULL value, at
+   most PTHREAD_DESTRUCTOR_ITERATIONS in all. */
+static void destructor_rounds(struct weft_thread *t)
 {
 	for (int round = 0; round < DESTRUCTOR_ITERATIONS; round++) {
-		int ran = destroy_block(t->tsd_inline, 0);
-
+		t->tsd_stored = 0;
+		destroy_block(t->tsd_inline, 0);
 		for (size_t b = 0; b < t->tsd_nblocks; b++)
 			if (t->tsd_blocks[b])
-				ran |= destroy_block(t->tsd_blocks[b],
-						     (unsigned)(b + 1) * WEFT_TSD_INLINE);
-		if (!ran)
+				destroy_block(t->tsd_blocks[b],
+					      (unsigned)(b + 1) * WEFT_TSD_INLINE);
+		if (!t->tsd_stored)
 			break;
 	}
+}
+
+/* At thread exit: the destructor rounds, then the value blocks go.
+
+   A destructor may call pthread_exit.  The unwind ends it and this runs
+   again (thread_exit_duty).  glibc then starts the rounds over only if
+   a non-NULL value was stored since the interrupted round began, and
+   otherwise stops: the values that round had not reached yet lose their
+   destructors.  weft does the same (t_tsd_exit). */
+void tsd_run_destructors(struct weft_thread *t)
+{
+	int resumed = t->tsd_destroying;
+
+	t->tsd_destroying = 1;
+	if (!resumed || t->tsd_stored)
+		destructor_rounds(t);
+	t->tsd_destroying = 0;
 	for (size_t b = 0; b < t->tsd_nblocks; b++)
 		free(t->tsd_blocks[b]);
 	free(t->tsd_blocks);

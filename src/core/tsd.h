@@ -14,17 +14,18 @@ struct weft_tsd_key {
 
 extern struct weft_tsd_key weft_tsd_keys0[];
 
-/* Returns the value slot of `key` when the fast path applies, with the
-   key's current sequence in *seq (0 when the key does not exist). */
-static inline struct weft_tsd_value *tsd_fast_slot(pthread_key_t key,
-						   uintptr_t *seq)
+/* Returns the calling thread's descriptor when the fast path applies
+   (its value of `key` is t->tsd_inline[key]), with the key's current
+   sequence in *seq (0 when the key does not exist). */
+static inline struct weft_thread *tsd_fast_self(pthread_key_t key,
+						uintptr_t *seq)
 {
 	struct weft_thread *t = weft_tls_self;
 
 	if (__builtin_expect(key >= WEFT_TSD_INLINE || t == NULL, 0))
 		return NULL;
 	*seq = __atomic_load_n(&weft_tsd_keys0[key].seq, __ATOMIC_ACQUIRE);
-	return &t->tsd_inline[key];
+	return t;
 }
 
 #endif

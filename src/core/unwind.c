@@ -87,14 +87,15 @@ static void run_legacy(char *tcb, uintptr_t cfa, int jumping,
 
 /* The main thread's bottom buffer is glibc's: its code after the jump
    knows only glibc's thread-specific data, so weft's key destructors
-   run here, after every cleanup handler, as POSIX orders them. */
+   run here, after every cleanup handler, as POSIX orders them.  One of
+   them may call pthread_exit (thread_exit_duty). */
 static void before_bottom(void)
 {
 	struct weft_thread *self = weft_tls_self;
 
 	if (self && self->origin == WEFT_ORIGIN_MAIN) {
 		self->result = *host_result(arch_thread_pointer());
-		tsd_run_destructors(self);
+		thread_exit_duty(self, tsd_run_destructors);
 	}
 }
 
