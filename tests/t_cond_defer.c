@@ -7,8 +7,8 @@
      error-checking mutexes;
    - releasing the mutex inside pthread_cond_wait hands the deferred
      wake-ups on, as an unlock does;
-   - more mutexes with deferred wake-ups than the per-thread slots: every
-     waiter still returns;
+   - many mutexes with deferred wake-ups at once (each carries its own
+     chain): every waiter still returns;
    - a broadcast chain survives a waiter that times out, is cancelled or
      leaves at once, across many rounds with an exact wake-up count;
    - a fork child that releases the mutex does not touch the parent's
@@ -169,8 +169,9 @@ static void test_release_in_wait(void)
 	join_bounded(t, "relay", 0);
 }
 
-/* More held mutexes with deferred wake-ups than a thread keeps slots:
-   every waiter returns, whatever the order of the unlocks. */
+/* Many held mutexes with deferred wake-ups (once more than a thread's
+   slots, when the chains were kept per thread): every waiter returns,
+   whatever the order of the unlocks. */
 static void test_many_mutexes(void)
 {
 	enum { N = 9 };
