@@ -42,10 +42,12 @@ PIN_ONE = "0"        # taskset CPU for pinned runs
 PIN_TWO = "0,1"      # the SCHED_FIFO latencies need two CPUs
 PIN_ORDER = ["unpinned", "cpu0", "cpu0+1"]
 
-COLUMN_LIB = {"glibc": "libc.so.6", "weft": "libweft.so", "musl": "static-non-glibc",
-              "floor": None}
-COLUMN_TITLE = {"glibc": "glibc NPTL", "weft": "weft", "musl": "musl (static)",
-                "floor": "floor (no library)"}
+COLUMN_LIB = {"glibc": "libc.so.6", "weft": "libweft.so", "base": "libweft.so",
+              "musl": "static-non-glibc", "floor": None}
+COLUMN_TITLE = {"glibc": "glibc NPTL", "weft": "weft", "base": "weft base (--base-lib)",
+                "musl": "musl (static)", "floor": "floor (no library)"}
+# Columns in report order.
+ALL_COLS = tuple(COLUMN_TITLE)
 
 # Run sizes: (full, quick).  --set NAME=VALUE overrides one.  Quick sizes
 # only check that everything runs; they are not for conclusions.
@@ -155,6 +157,8 @@ class Config:
     def env(self, col, opt):
         if col == "weft" and not opt.fake_weft:
             return {"LD_PRELOAD": opt.weft_lib}
+        if col == "base":
+            return {"LD_PRELOAD": opt.base_lib}
         return {}
 
     def want_lib(self, col, opt):
@@ -289,6 +293,8 @@ def columns_for(c, opt):
     cols = ["glibc"]
     if not opt.no_weft:
         cols.append("weft")
+    if opt.base_lib:
+        cols.append("base")
     if opt.musl and c.prog in MUSL_PROGS and os.access(
             os.path.join(opt.bindir, c.prog + ".musl"), os.X_OK):
         cols.append("musl")
@@ -364,7 +370,7 @@ def run_all(plan, opt, csv_path):
 class Summary:
     def __init__(self, plan, runs):
         self.cells = {}
-        self.pairs = {}   # (key, col) -> per-repetition ratios to glibc
+        self.pairs = {}   # (key, col, ref) -> per-repetition ratios of col to ref
         by = {}
         for r in runs:
             if r["rep"] != "warm-up":
@@ -372,29 +378,30 @@ class Summary:
         for c in plan:
             for col in c.cols:
                 self.cells[(c.key(), col)] = B.Cell(by.get((c.key(), col), []), c.higher)
-            g = {r["rep"]: r for r in by.get((c.key(), "glibc"), []) if r["status"] == "ok"}
-            for col in c.cols:
-                if col == "glibc":
-                    continue
-                rs = [B.speedup(r["value"], g[r["rep"]]["value"], c.higher)
-                      for r in by.get((c.key(), col), [])
-                      if r["status"] == "ok" and r["rep"] in g]
-                self.pairs[(c.key(), col)] = [x for x in rs if x is not None]
+            for ref in ("glibc", "base"):
+                g = {r["rep"]: r for r in by.get((c.key(), ref), []) if r["status"] == "ok"}
+                for col in c.cols:
+                    if col == ref:
+                        continue
+                    rs = [B.speedup(r["value"], g[r["rep"]]["value"], c.higher)
+                          for r in by.get((c.key(), col), [])
+                          if r["status"] == "ok" and r["rep"] in g]
+                    self.pairs[(c.key(), col, ref)] = [x for x in rs if x is not None]
 
     def cell(self, c, col):
         return self.cells.get((c.key(), col))
 
-    def speedup(self, c, col):
-        a, g = self.cell(c, col), self.cell(c, "glibc")
-        if a is None or g is None:
+    def speedup(self, c, col, ref="glibc"):
+        a, g = self.cell(c, col), self.cell(c, ref)
+        if a is None or g is None or not a.values or not g.values:
             return None
         return B.speedup(a.med, g.med, c.higher)
 
-    def speedup_text(self, c, col):
-        s = self.speedup(c, col)
+    def speedup_text(self, c, col, ref="glibc"):
+        s = self.speedup(c, col, ref)
         if s is None:
             return "—"
-        p = self.pairs.get((c.key(), col)) or []
+        p = self.pairs.get((c.key(), col, ref)) or []
         rng = f" ({min(p):.2f}–{max(p):.2f})" if len(p) > 1 else ""
         return f"{s:.2f}×{rng}"
 
@@ -424,7 +431,7 @@ def plots(opt, plan, summ):
     out = opt.out
     drawn = []
     T = B.SVG_TERMINAL
-    allcols = [c for c in ("glibc", "weft", "musl", "floor")
+    allcols = [c for c in ALL_COLS
                if any(c in x.cols for x in plan)]
 
     def med(c, col):
@@ -443,12 +450,12 @@ def plots(opt, plan, summ):
     # speed-up over glibc for every configuration, bars = paired min..max
     for pin in pins:
         cs = [c for c in plan if c.pin == pin]
-        others = [col for col in ("weft", "musl") if any(col in c.cols for c in cs)]
+        others = [col for col in ("weft", "base", "musl") if any(col in c.cols for c in cs)]
         rows = []
         for c in cs:
             row = [f"{c.exp}:{c.variant}".replace(" ", "_")]
             for col in others:
-                p = summ.pairs.get((c.key(), col)) or []
+                p = summ.pairs.get((c.key(), col, "glibc")) or []
                 s = summ.speedup(c, col)
                 row += [s, min(p) if p else s, max(p) if p else s]
             rows.append(row)
@@ -484,7 +491,7 @@ plot {", ".join(parts)}, 1 with lines dt 2 lc rgb 'black' notitle
             continue
         Ts = sorted({c.params["T"] for c in cs})
         Cs = sorted({c.params["C"] for c in cs})
-        cols = [col for col in ("glibc", "weft", "musl") if any(col in c.cols for c in cs)]
+        cols = [col for col in ("glibc", "weft", "base", "musl") if any(col in c.cols for c in cs)]
         grid = {(c.params["T"], c.params["C"]): c for c in cs}
         rows = []
         for C in Cs:
@@ -497,7 +504,7 @@ plot {", ".join(parts)}, 1 with lines dt 2 lc rgb 'black' notitle
         name = f"creation_{pin}"
         B.write_dat(os.path.join(out, name + ".dat"),
                     ["C"] + [f"{col}_T{t}" for col in cols for t in Ts], rows)
-        dts = {"glibc": 1, "weft": 2, "musl": 3}
+        dts = {"glibc": 1, "weft": 2, "base": 4, "musl": 3}
         parts = []
         for i, col in enumerate(cols):
             for j, t in enumerate(Ts):
@@ -707,7 +714,7 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
     if opt.quick:
         w("**Quick run (`--quick`): tiny sizes and 3 repetitions, to check that everything "
           "runs and to show the shape of the results. Not for conclusions.**\n")
-    cols_present = [c for c in ("glibc", "weft", "musl", "floor")
+    cols_present = [c for c in ALL_COLS
                     if any(c in x.cols for x in plan)]
     w("Each cell: median (min–max) over the repetitions. **weft vs glibc** = how many "
       "times better weft is than glibc, as the ratio of the medians (> 1: weft faster or "
@@ -763,8 +770,10 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
         w(f"Metric: {metric}.")
         w("")
         hdr = ["variant", "CPUs"] + [COLUMN_TITLE[c] for c in cols]
-        ratio_cols = [c for c in cols if c in ("weft", "musl")]
+        ratio_cols = [c for c in cols if c in ("weft", "base", "musl")]
         hdr += [f"{c} vs glibc" for c in ratio_cols]
+        if "base" in cols and "weft" in cols:
+            hdr.append("weft vs base")
         if name == "latency":
             hdr.append("min–max cycles: glibc; weft")
         if name == "uncontended":
@@ -778,6 +787,8 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
             row = [c.variant, c.pin] + [cell_text(summ.cell(c, col)) if col in c.cols else "—"
                                          for col in cols]
             row += [summ.speedup_text(c, col) if col in c.cols else "—" for col in ratio_cols]
+            if "base" in cols and "weft" in cols:
+                row.append(summ.speedup_text(c, "weft", ref="base"))
 
             def em(col, k):
                 cell = summ.cell(c, col)
@@ -821,6 +832,8 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
         w(f"| {k} | {v} |")
     if lib_info[0]:
         w(f"| weft library | `{lib_info[0]}` |")
+    if opt.base_lib:
+        w(f"| base library (`--base-lib`) | `{B.lib_fingerprint(opt.base_lib)}` |")
     w(f"| started (UTC) | {started:%Y-%m-%d %H:%M:%S} |")
     w(f"| duration | {B.fmt_secs(elapsed)} |")
     w(f"| repetitions | {opt.reps}, after {'one warm-up run per program and column' if opt.quick else 'one warm-up run per configuration and column'}"
@@ -876,7 +889,7 @@ def write_json(opt, plan, runs, summ, facts, started, elapsed, interrupted):
         for col in c.cols:
             d["columns"][col] = summ.cell(c, col).as_dict()
             if col != "glibc":
-                p = summ.pairs.get((c.key(), col)) or []
+                p = summ.pairs.get((c.key(), col, "glibc")) or []
                 d["vs_glibc"][col] = {"ratio_of_medians": summ.speedup(c, col),
                                       "paired_min": min(p) if p else None,
                                       "paired_max": max(p) if p else None}
@@ -929,6 +942,8 @@ def main(argv=None):
     ap.add_argument("--weft-lib", default=os.path.join(REPO, "build", "libweft.so"),
                     help="the library preloaded in the weft column")
     ap.add_argument("--no-weft", action="store_true", help="leave out the weft column")
+    ap.add_argument("--base-lib", help="a second libweft.so (e.g. the build before a change) "
+                    "in a column of its own, paired with weft in every repetition")
     ap.add_argument("--no-musl", dest="musl", action="store_false",
                     help="leave out the musl column (default: used when musl-gcc exists)")
     ap.add_argument("--no-floor", action="store_true", help="leave out the floor column")
@@ -963,6 +978,10 @@ def main(argv=None):
         opt.weft_lib = os.path.abspath(opt.weft_lib)
         if not os.path.exists(opt.weft_lib):
             sys.exit(f"weft bench: {opt.weft_lib} missing: run `make` first (or --no-weft)")
+    if opt.base_lib:
+        opt.base_lib = os.path.abspath(opt.base_lib)
+        if not os.path.exists(opt.base_lib):
+            sys.exit(f"weft bench: --base-lib {opt.base_lib} missing")
     if opt.pin != "no" and not shutil.which("taskset"):
         sys.exit("weft bench: taskset (util-linux) is needed for pinned runs; or --pin no")
     if opt.musl and not opt.bindir and not shutil.which("musl-gcc"):
