@@ -573,7 +573,10 @@ static int wr_unlock(struct weft_rwlock *l)
 	l->owner_tid = 0;
 	w = LD(&l->word);
 	do {
-		wake = writer_wakes(w, LD(&l->rt), pw, LD(&l->wr_waiters));
+		wake = w & (SLEEP_RD | SLEEP_WR)
+			       ? writer_wakes(w, LD(&l->rt), pw,
+					      LD(&l->wr_waiters))
+			       : 0;
 		next = (w & ~(uint64_t)RW_WRLOCKED & ~wake) +
 		       (wake ? SLEEP_STEP : 0);
 	} while (!CAS(&l->word, &w, next));
@@ -584,18 +587,21 @@ static int wr_unlock(struct weft_rwlock *l)
 /* A reader leaving: the last one out wakes a writer.  As for the
    writer, the compare-and-swap releases and nothing but the wake by
    address follows it. */
-static int rd_unlock(struct weft_rwlock *l)
+static int rd_unlock(struct weft_rwlock *l, uint64_t w)
 {
 	volatile int *futex = sleep_word(l);
-	int priv = rw_priv(l);
-	uint64_t w = LD(&l->word), next, wake;
+	uint64_t next, wake;
+	int priv = 0;
 
 	do {
 		if (state_of(w) < RW_READER || (state_of(w) & RW_WRLOCKED))
 			return EPERM;
 		next = w - RW_READER;
 		wake = state_of(next) == 0 ? next & SLEEP_WR : 0;
-		next = (next & ~wake) + (wake ? SLEEP_STEP : 0);
+		if (wake) {
+			priv = rw_priv(l); /* still ours to read */
+			next = (next & ~wake) + SLEEP_STEP;
+		}
 	} while (!CAS(&l->word, &w, next));
 	if (rd_held > 0)
 		rd_held--;
@@ -608,11 +614,11 @@ static int rd_unlock(struct weft_rwlock *l)
 int rwlock_unlock(pthread_rwlock_t *rw)
 {
 	struct weft_rwlock *l = rwl(rw);
-	uint32_t s = state_of(LD(&l->word));
+	uint64_t w = LD(&l->word);
 
-	if (s & RW_WRLOCKED)
+	if (state_of(w) & RW_WRLOCKED)
 		return wr_unlock(l);
-	if (s < RW_READER)
+	if (state_of(w) < RW_READER)
 		return EPERM;
-	return rd_unlock(l);
+	return rd_unlock(l, w);
 }
