@@ -100,6 +100,9 @@ static void destructors(struct weft_thread *t)
 __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 {
 	ksigset_t all = ~(ksigset_t)0;
+	/* Read before mark_finished: after it a detach may reclaim the
+	   descriptor, and on a user stack that lets the owner free it. */
+	int mapped = t->map_base != NULL;
 
 	thread_exit_duty(t, destructors);
 	host_libc_freeres(t->tcb);
@@ -117,7 +120,7 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	   be in the descriptor before a detach can reclaim it.  The DTV of
 	   a weft-mapped block is given back by whoever reuses or unmaps the
 	   block (stack.c), so its TLS stays valid to the end. */
-	if (!t->map_base) {
+	if (!mapped) {
 		sys_sigprocmask(SIG_BLOCK, &all, NULL);
 		t->tls_released = 1;
 		host_tls_release(t->tcb);
@@ -126,15 +129,16 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	}
 	/* Before anyone may cache the block: its resident bound must be
 	   final when it enters the cache. */
-	if (t->map_base)
+	if (mapped)
 		stack_trim_unused(t);
 	if (mark_finished(t) == WEFT_DETACHED)
 		thread_reclaim(t);
 	/* Last: reclaiming may free memory (the stack cache trims other
 	   blocks), and those frees must land in the cache handed on, not
 	   in a new one nobody owns.  Nobody reads it before the kernel has
-	   cleared the tid word, which is after this. */
-	if (t->map_base)
+	   cleared the tid word, which is after this: the block is ours
+	   until then, whoever reclaimed it. */
+	if (mapped)
 		t->has_malloc_state =
 			host_malloc_state_take(t->tcb, t->malloc_state);
 	sys_exit_thread(0);

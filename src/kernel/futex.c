@@ -42,3 +42,14 @@ long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
 	return sys_cp6(SYS_futex, addr, op, expect, abstime, NULL,
 		       FUTEX_BITSET_MATCH_ANY);
 }
+
+long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,
+			   clockid_t clock, const struct timespec *abstime,
+			   int priv)
+{
+	int op = wait_op(clock, abstime, priv);
+
+	if (op < 0)
+		return op;
+	return sys_call6(SYS_futex, addr, op, expect, abstime, NULL, bits);
+}

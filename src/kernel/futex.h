@@ -41,6 +41,21 @@ long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
 long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
 			 const struct timespec *abstime, int priv);
 
+/* Bitset variants: a waiter sleeps with a mask, and a wake reaches only
+   waiters whose mask shares a bit with its own, so two kinds of
+   sleepers can share one word (read-write locks: readers and writers)
+   and still be woken apart. */
+long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,
+			   clockid_t clock, const struct timespec *abstime,
+			   int priv);
+
+static inline long futex_wake_bits(volatile int *addr, int n, unsigned bits,
+				   int priv)
+{
+	return sys_call6(SYS_futex, addr, FUTEX_WAKE_BITSET | priv, n, NULL,
+			 NULL, bits);
+}
+
 /* The checks glibc makes on a deadline before trying to take a lock:
    EINVAL for a clock futexes cannot wait on, or nanoseconds outside
    0..999,999,999; else 0. */

@@ -1,28 +1,39 @@
 /* Read-write locks.
 
-   All of the lock's state that decides who may enter is one 32-bit word:
+   Who holds the lock and who sleeps on it share one 64-bit word, so
+   that unlocking is a single atomic operation:
 
-     state:  bits 31..2  number of readers holding the lock
-             bit 1       unused
-             bit 0       WRLOCKED: a writer holds the lock
+     word, low half (state):   bits 31..2  number of readers holding it
+                               bit 1       unused
+                               bit 0       WRLOCKED: a writer holds it
+     word, high half (sleep):  bits 31..2  generation
+                               bit 1       writers sleep (or are about to)
+                               bit 0       readers sleep (or are about to)
 
-   Sleepers never wait on `state` itself (a reader leaving would then
-   wake writers and readers alike).  Readers sleep on `rd_seq`, writers
-   on `wr_seq`; a waker changes `state`, then bumps the sequence word it
-   wakes and calls FUTEX_WAKE.  A sleeper registers in rd_waiters /
-   wr_waiters, reads the sequence word, looks at `state` once more and
-   only then sleeps on the value it read, so a wake-up between its look
-   and its sleep changes the word and the kernel refuses to sleep: no
-   lost wake-up.  All of these accesses are sequentially consistent, so
-   either the waker sees the registration or the sleeper sees the change.
+   The high half is the futex word.  Readers and writers sleep on it with
+   different bitsets (FUTEX_WAIT_BITSET), so a wake reaches one kind only:
+   a writer leaving wakes every reader but only one writer, and nobody is
+   woken just to go back to sleep.
 
-   Wakes: a writer leaving wakes one writer (if any waits) and every
-   reader (if any waits, unless writers are preferred and a writer
-   waits); the last reader leaving wakes one writer.  A writer that gives
-   up (time-out) wakes the readers it alone held back (writer
-   preference), and, should the lock be free while writers still wait,
-   one of them (defensive: every holder's unlock wakes a writer anyway,
-   so a wake it swallowed is normally replaced).
+   A sleeper reads the word, finds it must wait, and sets its kind's bit
+   with a compare-and-swap from the value it read (a failed one means the
+   word changed: it looks again), then sleeps on the high half it wrote.
+   An unlock clears the state bits, the bits of the kinds it wakes, and
+   bumps the generation when it wakes anyone, in the same compare-and-
+   swap; so a sleeper still on its way to FUTEX_WAIT finds the word
+   changed and the kernel refuses to sleep: no lost wake-up.
+
+   No touch after release (docs/sync.md): that compare-and-swap is what
+   lets another thread in, and the thread let in may unlock, destroy and
+   free the lock at once.  So an unlock reads everything it needs (shared
+   flag, kind, real-time tops) before it, learns who sleeps from the
+   word it replaced, and afterwards only calls FUTEX_WAKE on the
+   address.  A wake that clears the writers' bit wakes one writer only;
+   the others may still sleep, so a writer that got in after sleeping
+   sets the bit again when other writers are registered (wr_waiters),
+   and one that times out does the same.  Wakes made from inside a lock
+   call (the lock is then still in use, so the word may be written) bump
+   the generation without clearing bits.
 
    Preference (pthread_rwlockattr_setkind_np): by default, as in glibc, a
    reader enters whenever no writer holds the lock, so a stream of
@@ -50,11 +61,12 @@
          a sleeping writer does not grab a free lock ahead of readers of
          higher priority.
 
-   A sleeper raises its half of `rt` each time before it sleeps; the top
-   one, leaving (lock taken or timed out), clears it and wakes its kind,
-   which raise it again: the word is exact except for that moment.  A
-   program without real-time threads never sets `rt`; it pays one load
-   per read lock and one sched_getscheduler per sleep. */
+   A sleeper raises its half of `rt` each time before it sleeps (after
+   reading the word); the top one, leaving (lock taken or timed out),
+   clears it and wakes its kind with a new generation, so they raise it
+   again: the word is exact except for that moment.  A program without
+   real-time threads never sets `rt`; it pays one load per read lock and
+   one sched_getscheduler per sleep. */
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -71,6 +83,13 @@
 #define RW_WRLOCKED 1u
 #define RW_READER 4u
 #define RW_MAX_READERS (UINT32_MAX / RW_READER)
+/* The high half of the word, seen as part of the 64-bit word. */
+#define SLEEP_RD ((uint64_t)1 << 32)   /* readers sleep */
+#define SLEEP_WR ((uint64_t)2 << 32)   /* writers sleep */
+#define SLEEP_STEP ((uint64_t)4 << 32) /* one generation */
+/* Futex bitsets of the two kinds of sleepers. */
+#define BITS_RD 1u
+#define BITS_WR 2u
 /* Brief spin before sleeping: a lock held for a few hundred cycles is
    cheaper to wait for than to sleep on (two system calls). */
 #define RW_SPIN 100
@@ -81,11 +100,10 @@
    PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP works), and
    `owner_tid` sits where glibc keeps its __cur_writer. */
 struct weft_rwlock {
-	uint32_t state;
-	uint32_t rd_seq;
-	uint32_t wr_seq;
-	uint32_t rd_waiters;
-	uint32_t wr_waiters;
+	uint64_t word; /* state (low half) | sleep word, the futex (high) */
+	uint32_t unused;
+	uint32_t rd_waiters; /* readers registered as sleeping */
+	uint32_t wr_waiters; /* writers registered as sleeping */
 	uint32_t rt; /* real-time tops: writers bits 0-7, readers 8-15 */
 	int owner_tid; /* tid of the writer holding it, 0 if none */
 	int shared;    /* nonzero: process-shared futexes */
@@ -96,6 +114,8 @@ struct weft_rwlock {
 
 _Static_assert(sizeof(struct weft_rwlock) <= sizeof(pthread_rwlock_t),
 	       "weft_rwlock does not fit");
+_Static_assert(_Alignof(pthread_rwlock_t) >= _Alignof(uint64_t),
+	       "the word needs 64-bit atomics");
 _Static_assert(offsetof(struct weft_rwlock, flags) ==
 		       offsetof(pthread_rwlock_t, __data.__flags),
 	       "kind must be where glibc's initializers put it");
@@ -113,6 +133,23 @@ _Static_assert(sizeof(struct weft_rwlockattr) == sizeof(pthread_rwlockattr_t),
 static inline struct weft_rwlock *rwl(pthread_rwlock_t *rw)
 {
 	return (struct weft_rwlock *)rw;
+}
+
+static inline uint32_t state_of(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+/* The futex: the high half of the word (little-endian).  Computing the
+   address reads nothing, so it may be done after a release. */
+static inline volatile int *sleep_word(struct weft_rwlock *l)
+{
+	return (volatile int *)&l->word + 1;
+}
+
+static inline int sleep_value(uint64_t w)
+{
+	return (int)(uint32_t)(w >> 32);
 }
 
 static inline int rw_priv(const struct weft_rwlock *l)
@@ -133,9 +170,14 @@ static inline int prefer_writer(const struct weft_rwlock *l)
 /* Read locks the calling thread holds, over all rwlocks. */
 static __thread int rd_held __attribute__((tls_model("initial-exec")));
 
+static inline int rt_half(uint32_t rt, int shift)
+{
+	return (int)((rt >> shift) & 0xff);
+}
+
 static inline int rt_top(struct weft_rwlock *l, int shift)
 {
-	return (int)((LD(&l->rt) >> shift) & 0xff);
+	return rt_half(LD(&l->rt), shift);
 }
 
 /* The calling thread's priority under SCHED_FIFO/SCHED_RR, else 0. */
@@ -208,26 +250,28 @@ int rwlock_destroy(pthread_rwlock_t *rw)
 {
 	struct weft_rwlock *l = rwl(rw);
 
-	if (LD(&l->state) || LD(&l->rd_waiters) || LD(&l->wr_waiters))
+	if (state_of(LD(&l->word)) || LD(&l->rd_waiters) || LD(&l->wr_waiters))
 		return EBUSY;
 	return 0;
 }
 
-static void wake_readers(struct weft_rwlock *l)
+/* The wakes of an unlock, after its release: by address only (the
+   memory may hold something else by now; a stray wake is spurious). */
+static void wake_released(volatile int *futex, uint64_t kinds, int priv)
 {
-	__atomic_fetch_add(&l->rd_seq, 1, __ATOMIC_SEQ_CST);
-	futex_wake((volatile int *)&l->rd_seq, INT_MAX, rw_priv(l));
+	if (kinds & SLEEP_WR)
+		futex_wake_bits(futex, 1, BITS_WR, priv);
+	if (kinds & SLEEP_RD)
+		futex_wake_bits(futex, INT_MAX, BITS_RD, priv);
 }
 
-static void wake_writers(struct weft_rwlock *l, int n)
+/* A wake from inside a lock call, where the lock is still in use: a new
+   generation makes the sleepers of that kind on their way to sleep look
+   again, and up to `n` sleeping ones are woken.  Bits are left set. */
+static void rouse(struct weft_rwlock *l, unsigned bits, int n)
 {
-	__atomic_fetch_add(&l->wr_seq, 1, __ATOMIC_SEQ_CST);
-	futex_wake((volatile int *)&l->wr_seq, n, rw_priv(l));
-}
-
-static void wake_writer(struct weft_rwlock *l)
-{
-	wake_writers(l, 1);
+	__atomic_fetch_add(&l->word, SLEEP_STEP, __ATOMIC_SEQ_CST);
+	futex_wake_bits(sleep_word(l), n, bits, rw_priv(l));
 }
 
 /* Rule (a): a real-time reader yields to a writer of higher or equal
@@ -249,26 +293,32 @@ static inline int rd_blocked(struct weft_rwlock *l, uint32_t s, int *me)
 /* One attempt to enter as a reader: 0, EBUSY or EAGAIN (count full). */
 static int rd_try(struct weft_rwlock *l, int *me)
 {
-	uint32_t s = LD(&l->state);
+	uint64_t w = LD(&l->word);
 
 	for (;;) {
+		uint32_t s = state_of(w);
+
 		if (rd_blocked(l, s, me))
 			return EBUSY;
 		if (s / RW_READER == RW_MAX_READERS)
 			return EAGAIN;
-		if (CAS(&l->state, &s, s + RW_READER)) {
+		if (CAS(&l->word, &w, w + RW_READER)) {
 			rd_held++;
 			return 0;
 		}
 	}
 }
 
+/* The high half may change under a free lock (a sleeper marking it):
+   only a held lock is busy. */
 static int wr_try(struct weft_rwlock *l)
 {
-	uint32_t s = 0;
+	uint64_t w = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
 
-	if (!CAS(&l->state, &s, RW_WRLOCKED))
-		return EBUSY;
+	do {
+		if (state_of(w))
+			return EBUSY;
+	} while (!CAS(&l->word, &w, w | RW_WRLOCKED));
 	l->owner_tid = self_tid();
 	return 0;
 }
@@ -276,28 +326,35 @@ static int wr_try(struct weft_rwlock *l)
 static int rd_slow(struct weft_rwlock *l, clockid_t clock,
 		   const struct timespec *abstime, int *me)
 {
+	int priv = rw_priv(l);
 	uint32_t left;
 	int r;
 
 	for (int i = spin_worthwhile() ? 0 : RW_SPIN; i < RW_SPIN; i++) {
 		arch_spin_pause();
-		if (!rd_blocked(l, LD(&l->state), me) && (r = rd_try(l, me)) != EBUSY)
+		if (!rd_blocked(l, state_of(LD(&l->word)), me) &&
+		    (r = rd_try(l, me)) != EBUSY)
 			return r;
 	}
 	my_prio(me);
 	__atomic_fetch_add(&l->rd_waiters, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
-		uint32_t seq = LD(&l->rd_seq);
+		uint64_t w = LD(&l->word);
 
-		/* After reading seq: a top that leaves and clears `rt`
-		   after this raise also bumps seq, and we raise again. */
+		/* After reading the word: a top that leaves and clears `rt`
+		   after this raise also bumps the generation, and we raise
+		   again. */
 		if (*me > 0)
 			rt_raise(l, RT_RD, *me);
 		r = rd_try(l, me);
 		if (r != EBUSY)
 			break;
-		if (futex_wait_until((volatile int *)&l->rd_seq, (int)seq,
-				     clock, abstime, rw_priv(l)) == -ETIMEDOUT) {
+		/* Mark, unless the word changed since we read it. */
+		if (!(w & SLEEP_RD) && !CAS(&l->word, &w, w | SLEEP_RD))
+			continue;
+		if (futex_wait_bits_until(sleep_word(l), sleep_value(w | SLEEP_RD),
+					  BITS_RD, clock, abstime,
+					  priv) == -ETIMEDOUT) {
 			r = ETIMEDOUT;
 			break;
 		}
@@ -305,11 +362,11 @@ static int rd_slow(struct weft_rwlock *l, clockid_t clock,
 	/* Reader wakes go to all readers: a reader giving up eats none. */
 	left = __atomic_sub_fetch(&l->rd_waiters, 1, __ATOMIC_SEQ_CST);
 	if (*me > 0 && rt_drop(l, RT_RD, *me) && left)
-		wake_readers(l); /* the others raise the top again */
+		rouse(l, BITS_RD, INT_MAX); /* the others raise the top again */
 	/* Rule (b) can hand a free lock to the readers alone: if they all
 	   give up, the writers must not be left asleep. */
-	if (r == ETIMEDOUT && LD(&l->state) == 0 && LD(&l->wr_waiters))
-		wake_writer(l);
+	if (r == ETIMEDOUT && state_of(LD(&l->word)) == 0 && LD(&l->wr_waiters))
+		rouse(l, BITS_WR, 1);
 	return r;
 }
 
@@ -322,29 +379,49 @@ static inline int wr_defers(struct weft_rwlock *l, int me)
 	       LD(&l->rd_waiters);
 }
 
+/* A registered writer takes a free lock from the word `w` it read.  The
+   wake that woke it cleared the writers' bit, while other writers may
+   still sleep: it sets the bit again if any other is registered, so
+   that its own unlock wakes one. */
+static int wr_take_registered(struct weft_rwlock *l, uint64_t w)
+{
+	uint64_t mark = LD(&l->wr_waiters) > 1 ? SLEEP_WR : 0;
+
+	if (!CAS(&l->word, &w, w | RW_WRLOCKED | mark))
+		return EBUSY;
+	l->owner_tid = self_tid();
+	return 0;
+}
+
 static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 		   const struct timespec *abstime)
 {
+	int priv = rw_priv(l);
 	uint32_t left;
 	int r, me;
 
 	for (int i = spin_worthwhile() ? 0 : RW_SPIN; i < RW_SPIN; i++) {
 		arch_spin_pause();
-		if (LD(&l->state) == 0 && wr_try(l) == 0)
+		if (state_of(LD(&l->word)) == 0 && wr_try(l) == 0)
 			return 0;
 	}
 	me = self_rt_prio();
 	__atomic_fetch_add(&l->wr_waiters, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
-		uint32_t seq = LD(&l->wr_seq);
+		uint64_t w = LD(&l->word);
 
 		if (me > 0)
 			rt_raise(l, RT_WR, me);
-		r = wr_defers(l, me) ? EBUSY : wr_try(l);
-		if (r == 0)
-			break;
-		if (futex_wait_until((volatile int *)&l->wr_seq, (int)seq,
-				     clock, abstime, rw_priv(l)) == -ETIMEDOUT) {
+		if (state_of(w) == 0 && !wr_defers(l, me)) {
+			if ((r = wr_take_registered(l, w)) == 0)
+				break;
+			continue;
+		}
+		if (!(w & SLEEP_WR) && !CAS(&l->word, &w, w | SLEEP_WR))
+			continue;
+		if (futex_wait_bits_until(sleep_word(l), sleep_value(w | SLEEP_WR),
+					  BITS_WR, clock, abstime,
+					  priv) == -ETIMEDOUT) {
 			r = ETIMEDOUT;
 			break;
 		}
@@ -354,19 +431,21 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 		/* The other writers raise the top again; readers held
 		   back by us (rule (a)) may enter if the lock is free. */
 		if (left)
-			wake_writers(l, INT_MAX);
-		if (LD(&l->rd_waiters) && !(LD(&l->state) & RW_WRLOCKED))
-			wake_readers(l);
+			rouse(l, BITS_WR, INT_MAX);
+		if (LD(&l->rd_waiters) && !(state_of(LD(&l->word)) & RW_WRLOCKED))
+			rouse(l, BITS_RD, INT_MAX);
 	}
 	if (r == ETIMEDOUT) {
-		/* Defensive: a wake we swallowed, with nobody left to
-		   unlock, must not strand the other writers. */
-		if (left && LD(&l->state) == 0)
-			wake_writer(l);
+		/* The wake we swallowed may have cleared the writers' bit
+		   while others sleep: set it back for the holder's unlock,
+		   and with nobody left to unlock, wake one now. */
+		if (left && !state_of(__atomic_fetch_or(&l->word, SLEEP_WR,
+							 __ATOMIC_SEQ_CST)))
+			rouse(l, BITS_WR, 1);
 		/* Readers held back for our sake may enter now. */
 		if (!left && prefer_writer(l) && LD(&l->rd_waiters) &&
-		    !(LD(&l->state) & RW_WRLOCKED))
-			wake_readers(l);
+		    !(state_of(LD(&l->word)) & RW_WRLOCKED))
+			rouse(l, BITS_RD, INT_MAX);
 	}
 	return r;
 }
@@ -456,34 +535,77 @@ int rwlock_trywrlock(pthread_rwlock_t *rw)
 	return wr_try(rwl(rw));
 }
 
+/* Whom a writer leaving wakes, given the word `w` it replaces and the
+   real-time tops `rt`: SLEEP_WR (one writer), SLEEP_RD (every reader),
+   both, or none. */
+static uint64_t writer_wakes(uint64_t w, uint32_t rt, int pw,
+			     uint32_t wr_registered)
+{
+	uint64_t writers = w & SLEEP_WR, readers = w & SLEEP_RD;
+
+	/* Rule (b): the higher top alone.  Not with writer preference,
+	   where readers wait for every writer anyway. */
+	if (rt && !pw) {
+		int wt = rt_half(rt, RT_WR), rd = rt_half(rt, RT_RD);
+
+		if (writers && wt >= rd)
+			return SLEEP_WR;
+		if (readers && rd > wt)
+			return SLEEP_RD;
+	}
+	/* Readers woken while a writer waits would only sleep again. */
+	if (pw && (writers || wr_registered))
+		return writers;
+	return writers | readers;
+}
+
+/* The compare-and-swap releases: the thread it lets in may unlock,
+   destroy and free the lock.  Everything is read before it; after it,
+   only wakes by address. */
 static int wr_unlock(struct weft_rwlock *l)
 {
-	uint32_t writers, readers;
+	volatile int *futex = sleep_word(l);
+	int priv = rw_priv(l), pw = prefer_writer(l);
+	uint64_t w, next, wake;
 
 	if (l->owner_tid != self_tid())
 		return EPERM;
 	l->owner_tid = 0;
-	__atomic_fetch_and(&l->state, ~RW_WRLOCKED, __ATOMIC_SEQ_CST);
-	writers = LD(&l->wr_waiters);
-	readers = LD(&l->rd_waiters);
-	/* Rule (b): the higher top alone.  Not with writer preference,
-	   where readers wait for every writer anyway. */
-	if (LD(&l->rt) && !prefer_writer(l)) {
-		int w = rt_top(l, RT_WR), r = rt_top(l, RT_RD);
+	w = LD(&l->word);
+	do {
+		wake = w & (SLEEP_RD | SLEEP_WR)
+			       ? writer_wakes(w, LD(&l->rt), pw,
+					      LD(&l->wr_waiters))
+			       : 0;
+		next = (w & ~(uint64_t)RW_WRLOCKED & ~wake) +
+		       (wake ? SLEEP_STEP : 0);
+	} while (!CAS(&l->word, &w, next));
+	wake_released(futex, wake, priv);
+	return 0;
+}
 
-		if (writers && w >= r) {
-			wake_writer(l);
-			return 0;
+/* A reader leaving: the last one out wakes a writer.  As for the
+   writer, the compare-and-swap releases and nothing but the wake by
+   address follows it. */
+static int rd_unlock(struct weft_rwlock *l, uint64_t w)
+{
+	volatile int *futex = sleep_word(l);
+	uint64_t next, wake;
+	int priv = 0;
+
+	do {
+		if (state_of(w) < RW_READER || (state_of(w) & RW_WRLOCKED))
+			return EPERM;
+		next = w - RW_READER;
+		wake = state_of(next) == 0 ? next & SLEEP_WR : 0;
+		if (wake) {
+			priv = rw_priv(l); /* still ours to read */
+			next = (next & ~wake) + SLEEP_STEP;
 		}
-		if (readers && r > w) {
-			wake_readers(l);
-			return 0;
-		}
-	}
-	if (writers)
-		wake_writer(l);
-	if (readers && !(writers && prefer_writer(l)))
-		wake_readers(l);
+	} while (!CAS(&l->word, &w, next));
+	if (rd_held > 0)
+		rd_held--;
+	wake_released(futex, wake, priv);
 	return 0;
 }
 
@@ -492,19 +614,11 @@ static int wr_unlock(struct weft_rwlock *l)
 int rwlock_unlock(pthread_rwlock_t *rw)
 {
 	struct weft_rwlock *l = rwl(rw);
-	uint32_t s = LD(&l->state);
+	uint64_t w = LD(&l->word);
 
-	if (s & RW_WRLOCKED)
+	if (state_of(w) & RW_WRLOCKED)
 		return wr_unlock(l);
-	if (s < RW_READER)
+	if (state_of(w) < RW_READER)
 		return EPERM;
-	/* A reader leaving: one atomic subtract (readers only come and go
-	   while no writer holds the lock, so the count cannot be stale in a
-	   way that matters for a correct caller). */
-	s = __atomic_sub_fetch(&l->state, RW_READER, __ATOMIC_SEQ_CST);
-	if (rd_held > 0)
-		rd_held--;
-	if (s == 0 && LD(&l->wr_waiters))
-		wake_writer(l);
-	return 0;
+	return rd_unlock(l, w);
 }

@@ -71,9 +71,16 @@ int sem_do_destroy(sem_t *sem)
 	return 0;
 }
 
+/* The CAS that adds the unit releases: a waiter may take it, return,
+   destroy the semaphore and free its memory at once.  So everything
+   needed afterwards is read before it (the private/shared flag; the
+   waiter count comes with the CAS's own result), and afterwards the
+   semaphore is touched only by the wake, which the kernel does by
+   address (docs/sync.md, "No touch after release"). */
 int sem_do_post(sem_t *sem)
 {
 	struct weft_sem *s = wsem(sem);
+	int priv = sem_priv(s);
 	uint64_t d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
 
 	do {
@@ -83,7 +90,7 @@ int sem_do_post(sem_t *sem)
 					      __ATOMIC_RELEASE,
 					      __ATOMIC_RELAXED));
 	if (d >> 32)
-		futex_wake(value_word(s), 1, sem_priv(s));
+		futex_wake(value_word(s), 1, priv);
 	return 0;
 }
 
