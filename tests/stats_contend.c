@@ -164,12 +164,14 @@ __attribute__((noinline)) void *many_worker(void *arg)
 	return NULL;
 }
 
-/* Lets go of many[i] once the worker sleeps on it (bounded: 10 s). */
+/* Lets go of many[i] once the worker sleeps on it (bounded: 10 s): the
+   private lock word's "sleepers" bit (docs/sync.md, value 2 as in
+   glibc's 0/1/2 protocol). */
 static int release_when_waited(long i)
 {
 	double end = now_s() + 10;
 
-	while (__atomic_load_n(&many[i].__data.__lock, __ATOMIC_ACQUIRE) != 2)
+	while (!(__atomic_load_n(&many[i].__data.__lock, __ATOMIC_ACQUIRE) & 2))
 		if (now_s() > end)
 			return 0;
 		else
