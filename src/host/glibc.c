@@ -814,10 +814,10 @@ void host_malloc_state_install(char *tcb, const uintptr_t *words)
 }
 
 /* The kernel walks a thread's registered robust list when it dies, to
-   mark the robust mutexes it held.  No weft mutex is robust yet (the
-   real-time issue; init says ENOTSUP), so weft's threads skip the
-   registration at birth, one system call less per thread; the robust
-   lock path must call this before it first takes a robust mutex.
+   mark the robust mutexes it held.  Every thread has its list (glibc's
+   head in its TCB) registered from birth, as under glibc: programs read
+   it back with get_robust_list (stress-ng copies from that head), and a
+   robust mutex locked by whichever library finds the list ready.
    glibc's fork child registers the forking thread's head itself. */
 void host_robust_list_register(char *tcb)
 {
@@ -835,8 +835,8 @@ void host_thread_begin(char *tcb)
 	}
 	/* P5: per-thread ctype table pointers for isalpha & co. */
 	G.ctype_init();
-	/* P3: the head is ready (host_tcb_prepare) but not registered with
-	   the kernel: see host_robust_list_register. */
+	/* P3: the head, ready since host_tcb_prepare, goes to the kernel. */
+	host_robust_list_register(tcb);
 	/* Started: a set*id call may now signal us (it waits for this). */
 	if (G.stack_user &&
 	    __atomic_exchange_n(&FIELD(tcb, L.setxid_futex, int), 0,

@@ -92,7 +92,7 @@ void host_malloc_state_install(char *tcb, const uintptr_t *words);
 extern uintptr_t host_libc_text_lo, host_libc_text_hi;
 
 /* Registers the calling thread's robust list head (glibc's field) with
-   the kernel; needed before the thread first locks a robust mutex. */
+   the kernel (host_thread_begin does it for every weft thread). */
 void host_robust_list_register(char *tcb);
 
 /* In the new thread, before any user code. */
