@@ -5,6 +5,7 @@
 #include "alias.h"
 #include "export.h"
 #include "../sync/mutex.h"
+#include "../sync/mutex_kinds.h"
 
 /* Names glibc still exports but no longer declares (or redirects). */
 int pthread_mutexattr_getkind_np(const pthread_mutexattr_t *, int *);
@@ -111,13 +112,13 @@ WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 	return unlock_slow(m);
 }
 
-/* PI, PP and robust mutexes cannot be made yet (init says ENOTSUP); a
-   mutex whose kind claims one was forged by hand. */
 WEFT_EXPORT int pthread_mutex_consistent(pthread_mutex_t *m)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_consistent)(m);
-	return (wmutex_of(m)->kind & MK_ROBUST) ? ENOTSUP : EINVAL;
+	if (!(wmutex_of(m)->kind & MK_ROBUST))
+		return EINVAL;
+	return tidmutex_consistent(wmutex_of(m));
 }
 
 WEFT_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t *m,
@@ -125,7 +126,9 @@ WEFT_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t *m,
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_getprioceiling)(m, ceiling);
-	return (((const struct wmutex *)m)->kind & MK_PP) ? ENOTSUP : EINVAL;
+	if (!(((const struct wmutex *)m)->kind & MK_PP))
+		return EINVAL;
+	return ppmutex_getprioceiling((const struct wmutex *)m, ceiling);
 }
 
 WEFT_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t *m, int ceiling,
@@ -133,7 +136,9 @@ WEFT_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t *m, int ceiling,
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_setprioceiling)(m, ceiling, old);
-	return (wmutex_of(m)->kind & MK_PP) ? ENOTSUP : EINVAL;
+	if (!(wmutex_of(m)->kind & MK_PP))
+		return EINVAL;
+	return ppmutex_setprioceiling(wmutex_of(m), ceiling, old);
 }
 
 /* ------------------------------------------------------------ attributes */

@@ -216,7 +216,7 @@ static int shared_wait(struct wcond *c, struct wmutex *m, int clock,
 {
 	struct wait_ctx x __attribute__((cleanup(shared_unwound))) = {
 		.c = c, .m = m};
-	int res = 0;
+	int res = 0, r;
 	unsigned s = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
 
 	__atomic_store_n(&c->shared_waiters, 1, __ATOMIC_SEQ_CST);
@@ -232,8 +232,8 @@ static int shared_wait(struct wcond *c, struct wmutex *m, int clock,
 			break;
 	}
 	x.armed = 0;
-	mutex_reacquire_after_wait(m, x.depth, 1);
-	return res;
+	r = mutex_reacquire_after_wait(m, x.depth, 1);
+	return r ? r : res;
 }
 
 /* --------------------------------------------- process-private design */
@@ -292,7 +292,7 @@ static void private_unwound(struct wait_ctx *x)
 static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 	      const struct timespec *abstime)
 {
-	int r;
+	int r, k;
 
 	if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000))
 		return EINVAL;
@@ -325,10 +325,10 @@ static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 	x.armed = 1;
 	r = node_sleep(&x, clock, abstime);
 	x.armed = 0;
-	mutex_reacquire_after_wait(m, x.depth, 0);
+	k = mutex_reacquire_after_wait(m, x.depth, 0);
 	if (r == 0)
 		adopt_chain(&x.node);
-	return r;
+	return k ? k : r;
 }
 
 /* The asynchronous type is deferred meanwhile (core/cancel.h). */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cond.h"
 #include "mutex.h"
+#include "mutex_kinds.h"
 #include "../core/spin_policy.h"
 #include "../core/stats.h"
 #include "../core/thread.h"
@@ -323,8 +324,10 @@ int mutex_lock_slow(struct wmutex *w, clockid_t clock,
 	int self = host_self_tid();
 	int r;
 
-	if (kind & MK_UNSUPPORTED)
-		return ENOTSUP;
+	if (kind & MK_TID_KINDS)
+		return tidmutex_lock(w, clock, abstime);
+	if (kind & MK_PP)
+		return ppmutex_lock(w, clock, abstime);
 	r = relock_by_owner(w, type, self, 0);
 	if (r >= 0)
 		return r;
@@ -340,8 +343,10 @@ int mutex_trylock_slow(struct wmutex *w)
 	int self = host_self_tid();
 	int r;
 
-	if (kind & MK_UNSUPPORTED)
-		return ENOTSUP;
+	if (kind & MK_TID_KINDS)
+		return tidmutex_trylock(w);
+	if (kind & MK_PP)
+		return ppmutex_trylock(w);
 	r = relock_by_owner(w, type, self, 1);
 	if (r >= 0)
 		return r;
@@ -351,14 +356,16 @@ int mutex_trylock_slow(struct wmutex *w)
 	return 0;
 }
 
-/* ENOTSUP for the kinds weft cannot make; EPERM when an owner-checked
-   mutex (recursive, error-checking) is not held by the caller. */
+/* EPERM when an owner-checked mutex (recursive, error-checking) is not
+   held by the caller. */
 int mutex_check_owner(struct wmutex *w)
 {
 	int kind = w->kind, type = kind & MK_TYPE_MASK;
 
-	if (kind & MK_UNSUPPORTED)
-		return ENOTSUP;
+	if (kind & MK_TID_KINDS)
+		return tidmutex_check_owner(w);
+	if (kind & MK_PP)
+		return ppmutex_check_owner(w);
 	if (type == PTHREAD_MUTEX_RECURSIVE || type == PTHREAD_MUTEX_ERRORCHECK) {
 		if (__atomic_load_n(&w->lock, __ATOMIC_RELAXED) == 0 ||
 		    w->owner != host_self_tid())
@@ -369,8 +376,13 @@ int mutex_check_owner(struct wmutex *w)
 
 int mutex_unlock_slow(struct wmutex *w)
 {
-	int r = mutex_check_owner(w);
+	int r;
 
+	if (w->kind & MK_TID_KINDS)
+		return tidmutex_unlock(w);
+	if (w->kind & MK_PP)
+		return ppmutex_unlock(w);
+	r = mutex_check_owner(w);
 	if (r)
 		return r;
 	if ((w->kind & MK_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE &&
@@ -384,6 +396,10 @@ unsigned mutex_release_for_wait(struct wmutex *w)
 {
 	unsigned depth = 0;
 
+	if (w->kind & MK_TID_KINDS)
+		return tidmutex_release_for_wait(w);
+	if (w->kind & MK_PP)
+		return ppmutex_release_for_wait(w);
 	if ((w->kind & MK_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE) {
 		depth = w->count;
 		w->count = 0;
@@ -392,15 +408,20 @@ unsigned mutex_release_for_wait(struct wmutex *w)
 	return depth;
 }
 
-void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
-				int contended)
+int mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
+			       int contended)
 {
 	int self = host_self_tid();
 
+	if (w->kind & MK_TID_KINDS)
+		return tidmutex_reacquire_after_wait(w, depth);
+	if (w->kind & MK_PP)
+		return ppmutex_reacquire_after_wait(w, depth);
 	lock_word(w, self, CLOCK_MONOTONIC, NULL, contended);
 	w->owner = self;
 	if ((w->kind & MK_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE)
 		w->count = depth ? depth : 1;
+	return 0;
 }
 
 /* ---------------------------------------------------------------- init */
@@ -408,15 +429,22 @@ void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
 int mutex_init(struct wmutex *w, const pthread_mutexattr_t *attr)
 {
 	unsigned a = attr ? *(const unsigned *)attr : 0;
-	int kind;
+	int proto = (int)((a & MA_PROTO_MASK) >> MA_PROTO_SHIFT);
+	int kind = (int)(a & MK_TYPE_MASK);
 
-	if (a & MA_ROBUST)
-		return ENOTSUP;
-	if (((a & MA_PROTO_MASK) >> MA_PROTO_SHIFT) != PTHREAD_PRIO_NONE)
-		return ENOTSUP;
-	kind = (int)(a & MK_TYPE_MASK);
 	if (a & MA_PSHARED)
 		kind |= MK_PSHARED;
+	if (a & MA_ROBUST)
+		kind |= MK_ROBUST;
+	if (proto == PTHREAD_PRIO_INHERIT)
+		kind |= MK_PI;
+	if (proto == PTHREAD_PRIO_PROTECT) {
+		if (kind & MK_ROBUST)
+			return ENOTSUP; /* as glibc */
+		return ppmutex_init(w, kind | MK_PP, a);
+	}
+	if (kind & MK_TID_KINDS)
+		return tidmutex_init(w, kind, a);
 	memset(w, 0, sizeof *w);
 	w->kind = kind;
 	return 0;
@@ -424,6 +452,10 @@ int mutex_init(struct wmutex *w, const pthread_mutexattr_t *attr)
 
 int mutex_destroy(struct wmutex *w)
 {
+	if (w->kind & MK_TID_KINDS)
+		return tidmutex_destroy(w);
+	if (w->kind & MK_PP)
+		return ppmutex_destroy(w);
 	if (__atomic_load_n(&w->lock, __ATOMIC_RELAXED) != 0)
 		return EBUSY;
 	return 0;

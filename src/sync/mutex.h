@@ -40,7 +40,8 @@
 #define MK_PI 32
 #define MK_PP 64
 #define MK_PSHARED 128
-#define MK_UNSUPPORTED (MK_ROBUST | MK_PI | MK_PP)
+/* Kinds with a lock-word protocol of their own (mutex_kinds.h). */
+#define MK_RT_KINDS (MK_ROBUST | MK_PI | MK_PP)
 
 /* The private lock word's bits. */
 #define LW_HELD 1
@@ -127,15 +128,16 @@ int mutex_init(struct wmutex *w, const pthread_mutexattr_t *attr);
 int mutex_destroy(struct wmutex *w);
 
 /* For the condition variable.  check: EPERM when the caller does not
-   hold an owner-checked mutex, ENOTSUP for the kinds weft cannot make.
-   release: drops the mutex completely (a recursive one whatever its
-   depth) and returns the depth; reacquire takes it back, in
-   "contended" mode when others may sleep on the word (process-shared
-   condvars), and restores the depth. */
+   hold an owner-checked mutex.  release: drops the mutex completely (a
+   recursive one whatever its depth) and returns the depth; reacquire
+   takes it back, in "contended" mode when others may sleep on the word
+   (process-shared condvars), and restores the depth; it returns 0, or
+   what the wait must return with the mutex held (a robust mutex's
+   EOWNERDEAD). */
 int mutex_check_owner(struct wmutex *w);
 unsigned mutex_release_for_wait(struct wmutex *w);
-void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
-				int contended);
+int mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
+			       int contended);
 
 /* Condvar wake-ups deferred to the mutex's release (src/sync/cond.c):
    a chain of picked waiters whose first node sits in the mutex.  Only
@@ -147,7 +149,7 @@ void mutex_reacquire_after_wait(struct wmutex *w, unsigned depth,
 struct cnode;
 static inline int mutex_can_defer(const struct wmutex *w)
 {
-	return !(w->kind & (MK_PSHARED | MK_UNSUPPORTED));
+	return !(w->kind & (MK_PSHARED | MK_RT_KINDS));
 }
 struct cnode *mutex_deferred(struct wmutex *w);
 void mutex_set_deferred(struct wmutex *w, struct cnode *head);
