@@ -1,23 +1,23 @@
 #!/usr/bin/env python3
 """Checks the build's header dependencies (issue 18).
 
-    tools/check-deps.py [BUILD_DIR]        (default: build; .ci/run uses it)
+    tools/check-deps.py [VAR=VALUE ...]    (.ci/run: no arguments)
 
-Builds the library, launcher, tests and bench programs into BUILD_DIR
-(make B=BUILD_DIR tests bench-progs), checks that `make -q` then says
-everything is up to date, and then, for every header under include/,
+The arguments go to every make command, e.g. B=build-clang CC=clang
+CXX=clang++ (B, the build directory, defaults to build).  It builds the
+library, launcher, tests and bench programs (make tests bench-progs) and
+checks that `make -q` then says everything is up to date, and that every
+target `make -n -B` would compile has left its dependency file
+(B/dep/T.d, B/bench/dep/P.d).  Then, for every header under include/,
 src/, tests/ and bench/, one at a time:
 
-  * sets its modification time to now (it is put back afterwards, also
-    on failure or Ctrl-C; contents are never changed);
+  * it sets the header's modification time to now (put back afterwards,
+    also on failure or Ctrl-C; contents are never changed);
   * `make -q` (top level `tests`, and `make -C bench progs`) must report
     out of date exactly when some dependency file names the header;
-  * first, every target `make -n -B` would compile must have left its
-    dependency file;
   * the set of targets `make -n` would compile (the -MT of every compiler
-    command) must equal the set of targets whose dependency file
-    (BUILD_DIR/dep/T.d, BUILD_DIR/bench/dep/P.d) names the header:
-    everything that includes it is rebuilt, and nothing else.
+    command) must equal the set of targets whose dependency file names
+    the header: everything that includes it is rebuilt, nothing else.
 
 Relinking libweft.so/.a after its objects is expected and not counted
 (the link commands carry no -MT).  A header no target includes is listed
@@ -32,8 +32,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(ROOT)
-B = sys.argv[1] if len(sys.argv) > 1 else "build"
-MAKE = ["make", "--no-print-directory", "B=" + B]
+ARGS = sys.argv[1:]
+B = ([a[2:] for a in ARGS if a.startswith("B=")] or ["build"])[-1]
+MAKE = ["make", "--no-print-directory", "B=" + B] + ARGS
 TOP = MAKE + ["tests"]
 BENCH = MAKE + ["-C", "bench", "progs"]
 
