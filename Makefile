@@ -1,12 +1,31 @@
 # weft — build with GNU Make.  gcc is the only build dependency;
-# `make CC=clang CXX=clang++` must build warning-free as well.
+# `make CC=clang CXX=clang++` must build warning-free as well (.ci/run
+# builds both with WERROR=1).
 #
 #   make              library (build/libweft.so, build/libweft.a), bin/weft
 #   make check        all tests, each in linked and preloaded mode
 #   make check-posix  Open POSIX Test Suite, glibc vs weft (fetches it)
 #   make check-apps   real Debian programs, glibc vs weft (installs them)
 #   make bench        the benchmark suite (weft vs glibc), see bench/
+#   make bench-progs  only build the benchmark programs (build/bench/)
 #   make install PREFIX=/usr/local
+#
+# Variables (on the command line):
+#   B=DIR             build directory (default build); variants never
+#                     clobber each other, e.g. make B=build-clang CC=clang
+#                     CXX=clang++ tests.  Outside the default, the launcher
+#                     is DIR/bin/weft (bin/weft belongs to build/).
+#   WERROR=1          warnings are errors (-Werror), also in bench/
+#   LIB_SAN=FLAGS     sanitizer flags for the library's C code, e.g.
+#                     -fsanitize=undefined (.ci/run: build-ubsan)
+#   TEST_SAN=FLAGS    sanitizer flags for the test programs, e.g.
+#                     -fsanitize=address,undefined (.ci/run: build-asan)
+# tests/run.sh runs another build's tests with WEFT_BUILD=DIR.
+#
+# Header dependencies come from the compiler (-MMD -MP): every target T
+# built from a C/C++ source has DIR/dep/T.d listing the headers it read,
+# so touching a header rebuilds exactly what includes it
+# (tools/check-deps.sh checks this for every header).
 
 CC      ?= gcc
 CXX     ?= g++
@@ -15,23 +34,43 @@ VERSION := 0.1.0
 SONAME  := libweft.so.0
 
 WARN    := -Wall -Wextra
+ifeq ($(WERROR),1)
+WARN    += -Werror
+endif
 CFLAGS  ?= -O2 -g
-LIB_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
+LIB_SAN ?=
+TEST_SAN ?=
+LIB_CFLAGS := $(CFLAGS) $(WARN) $(LIB_SAN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-omit-frame-pointer -D_GNU_SOURCE -Iinclude -DWEFT_VERSION_STR='"$(VERSION)"'
 
-B := build
+B ?= build
+ifeq ($(B),build)
+BIN := bin
+LAUNCHER_RPATH := $$ORIGIN/../build:$$ORIGIN/../lib
+else
+BIN := $(B)/bin
+LAUNCHER_RPATH := $$ORIGIN/..
+endif
+
+# The compiler writes each target's header dependencies to $(B)/dep/T.d
+# (T the target's path below $(B), or bin/weft); -MP adds an empty rule
+# per header, so a removed header does not break the build.
+depof = $(B)/dep/$(patsubst $(B)/%,%,$(1)).d
+DEPFILE = $(call depof,$@)
+DEPFLAGS = -MMD -MP -MT $@ -MF $(DEPFILE)
+MKDIRS = @mkdir -p $(dir $@) $(dir $(DEPFILE))
+
 LIB_SRCS := $(wildcard src/kernel/*.c src/core/*.c src/sync/*.c src/host/*.c src/abi/*.c \
 	src/abi/cancel_points/*.c)
 LIB_ASMS := $(wildcard src/arch/x86_64/*.S)
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS)) \
 	    $(patsubst %.S,$(B)/obj/%.o,$(LIB_ASMS))
-LIB_HDRS := $(wildcard include/*.h src/*/*.h src/arch/x86_64/*.h)
 
-all: $(B)/libweft.so $(B)/libweft.a bin/weft
+all: $(B)/libweft.so $(B)/libweft.a $(BIN)/weft
 
-$(B)/obj/%.o: %.c $(LIB_HDRS) Makefile
-	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
+$(B)/obj/%.o: %.c Makefile
+	$(MKDIRS)
+	$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Waits that are cancellation points unwind through a cleanup handler
 # (__attribute__((cleanup)) run by the forced unwind, docs/cancel.md),
@@ -44,8 +83,8 @@ $(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o $(B)/obj/src/sync/sem.o: LIB_C
 $(B)/obj/src/abi/cancel_points/%.o $(B)/obj/src/core/cancel_cp.o: LIB_CFLAGS += -mno-red-zone
 
 $(B)/obj/%.o: %.S Makefile
-	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
+	$(MKDIRS)
+	$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # pthread_once must let a cancellation unwind through the init routine's
 # caller and run its cleanup (src/sync/once.c).
@@ -54,7 +93,7 @@ $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexcept
 # libgcc_s: _Unwind_ForcedUnwind for pthread_exit and cancellation
 # (src/core/unwind.c).
 $(B)/libweft.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
+	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
 		-o $@ $(LIB_OBJS) -lgcc_s -lc
 	ln -sf libweft.so $(B)/$(SONAME)
 
@@ -62,50 +101,56 @@ $(B)/libweft.a: $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $(LIB_OBJS)
 
-bin/weft: tools/weft.c include/weft.h $(B)/libweft.so
-	@mkdir -p bin
-	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -o $@ $< \
-		-L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,'$$ORIGIN/../build:$$ORIGIN/../lib'
+$(BIN)/weft: tools/weft.c Makefile | $(B)/libweft.so
+	$(MKDIRS)
+	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude $(DEPFLAGS) -o $@ $< \
+		-L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,'$(LAUNCHER_RPATH)'
 
 # ---------------------------------------------------------------- tests
 # Every test is built twice: linked against libweft (-lweft before libc)
 # and plain (run with LD_PRELOAD=libweft.so).  tests/run.sh runs both.
+# Everything compiled depends on this Makefile (its flags), and on the
+# headers its dependency file lists.  The linked programs need libweft.so
+# to exist, not to be relinked when it changes (the dynamic linker binds
+# them at run time, and they use no data object of libweft, so no copy
+# relocation fixes a size at link time): an order-only prerequisite.
 TEST_C    := $(wildcard tests/t_*.c)
 TEST_CXX  := $(wildcard tests/t_*.cpp)
 TEST_NAMES := $(notdir $(basename $(TEST_C) $(TEST_CXX)))
 TEST_LIBS := $(B)/tests/libtlsmod.so $(B)/tests/libietls.so
 TEST_BINS := $(foreach n,$(TEST_NAMES),$(B)/tests/linked/$(n) $(B)/tests/preload/$(n))
 .SECONDEXPANSION:
-TEST_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iinclude -Itests -pthread
+TEST_CFLAGS := $(CFLAGS) $(WARN) $(TEST_SAN) -D_GNU_SOURCE -Iinclude -Itests -pthread
 LINK_WEFT := -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,$(abspath $(B))
 
-$(B)/tests/linked/%: tests/%.c tests/harness.h $(B)/libweft.so
-	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) -o $@ $< $(LINK_WEFT) -ldl
-$(B)/tests/preload/%: tests/%.c tests/harness.h
-	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) -o $@ $< -ldl
-$(B)/tests/linked/%: tests/%.cpp tests/harness.h $$(TEST_PARTS_$$*) $(B)/libweft.so
-	@mkdir -p $(dir $@)
-	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(TEST_PARTS_$*) $(LINK_WEFT) -ldl
-$(B)/tests/preload/%: tests/%.cpp tests/harness.h $$(TEST_PARTS_$$*)
-	@mkdir -p $(dir $@)
-	$(CXX) -std=gnu++17 $(TEST_CFLAGS) -o $@ $< $(TEST_PARTS_$*) -ldl
+$(B)/tests/linked/%: tests/%.c Makefile | $(B)/libweft.so
+	$(MKDIRS)
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(LINK_WEFT) -ldl
+$(B)/tests/preload/%: tests/%.c Makefile
+	$(MKDIRS)
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< -ldl
+$(B)/tests/linked/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile | $(B)/libweft.so
+	$(MKDIRS)
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_PARTS_$*) $(LINK_WEFT) -ldl
+$(B)/tests/preload/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile
+	$(MKDIRS)
+	$(CXX) -std=gnu++17 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_PARTS_$*) -ldl
 # Multi-file tests: a C++ test t_NAME.cpp also links the C objects listed
 # in TEST_PARTS_t_NAME (tests/parts/*.c), each with its own flags.
 TEST_PARTS_t_cancel_mixed := $(B)/tests/parts/cm_plain.o $(B)/tests/parts/cm_exc.o
+TEST_PARTS := $(sort $(foreach n,$(TEST_NAMES),$(TEST_PARTS_$(n))))
 $(B)/tests/parts/cm_exc.o: PART_CFLAGS := -fexceptions
-$(B)/tests/parts/%.o: tests/parts/%.c
-	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) $(PART_CFLAGS) -c $< -o $@
-$(B)/tests/lib%.so: tests/lib%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+$(B)/tests/parts/%.o: tests/parts/%.c Makefile
+	$(MKDIRS)
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(PART_CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/tests/lib%.so: tests/lib%.c Makefile
+	$(MKDIRS)
+	$(CC) $(CFLAGS) $(WARN) $(TEST_SAN) -fPIC -shared $(DEPFLAGS) -o $@ $<
 
 tests: all $(TEST_BINS) $(TEST_LIBS)
 
 check: tests
-	tests/run.sh
+	WEFT_BUILD=$(B) tests/run.sh
 
 # The Open POSIX Test Suite (pthread_* and sem_*), glibc vs weft.
 check-posix: all
@@ -119,6 +164,9 @@ check-apps: all
 # ---------------------------------------------------------------- bench
 bench: all
 	$(MAKE) -C bench
+
+bench-progs:
+	$(MAKE) -C bench progs
 
 # ---------------------------------------------------------------- install
 install: all
@@ -137,8 +185,13 @@ install: all
 	install -m 644 man/weft.1 $(DESTDIR)$(PREFIX)/share/man/man1/weft.1
 
 clean:
-	rm -rf $(B) bin
+	rm -rf $(B) $(BIN)
 	-$(MAKE) -C bench clean
 
-.PHONY: all tests check check-posix check-apps bench install clean
+.PHONY: all tests check check-posix check-apps bench bench-progs install clean
 .SECONDARY:
+
+# The compiler's dependency files of every target (absent before its
+# first build, when the target is built anyway).
+DEP_TARGETS := $(LIB_OBJS) $(BIN)/weft $(TEST_BINS) $(TEST_PARTS) $(TEST_LIBS)
+-include $(foreach t,$(DEP_TARGETS),$(call depof,$(t)))

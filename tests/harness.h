@@ -19,6 +19,7 @@
 #include <time.h>
 #include <weft.h>
 #include <dlfcn.h>
+#include <link.h>
 
 /* Weak so that the plain build links without libweft; LD_PRELOAD then
    supplies them at run time. */
@@ -28,6 +29,36 @@
 #pragma weak weft_get_stats
 
 static int harness_failures;
+
+/* HARNESS_ASAN: built with AddressSanitizer (gcc defines
+   __SANITIZE_ADDRESS__, clang has __has_feature). */
+#if defined(__SANITIZE_ADDRESS__)
+#define HARNESS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_ASAN 1
+#endif
+#endif
+
+#ifdef HARNESS_ASAN
+#include <unistd.h>
+/* LeakSanitizer runs at every exit, also of a fork child, where the
+   parent's other threads do not exist: their stacks are not scanned, and
+   what only they pointed to is reported as leaked ("Running thread N was
+   not suspended. False leaks are possible.").  Leaks are checked in the
+   process the test started as (and in programs it execs), not in its
+   fork children. */
+static pid_t harness_pid;
+__attribute__((constructor)) static void harness_note_pid(void)
+{
+	harness_pid = getpid();
+}
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+	return harness_pid && getpid() != harness_pid;
+}
+#endif
 
 /* Formats a CHECK message into a per-thread buffer. */
 static inline const char *harness_fmt(const char *fmt, ...)
@@ -103,12 +134,60 @@ static inline void weft_require_active(const char *file, int line)
 }
 #define WEFT_REQUIRE() weft_require_active(__FILE__, __LINE__)
 
+/* Under AddressSanitizer (gcc: libasan.so first in the lookup order) the
+   program binds an intercepted function (pthread_create, pthread_join,
+   pthread_mutex_lock, sem_*, ...) to libasan's interceptor, which calls
+   the next definition after libasan, as dlsym(RTLD_NEXT) from libasan
+   finds it: the first object after libasan in the link map that defines
+   `name` itself.  Returns that definition, or NULL. */
+static inline void *harness_after_interceptor(const char *name,
+					      const char *runtime)
+{
+	struct link_map *lm = NULL;
+	void *self = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+	int past = 0;
+
+	if (!self || dlinfo(self, RTLD_DI_LINKMAP, &lm) != 0)
+		return NULL;
+	for (; lm; lm = lm->l_next) {
+		void *h, *p;
+		Dl_info di;
+
+		if (!past) {
+			past = strcmp(lm->l_name, runtime) == 0;
+			continue;
+		}
+		h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		p = h ? dlsym(h, name) : NULL;
+		/* dlsym(h) also searches h's dependencies: keep the
+		   definition only if it lies in h itself. */
+		if (p && dladdr(p, &di) && di.dli_fname &&
+		    strcmp(di.dli_fname, lm->l_name) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* The definition that serves the program's calls to `name`: the one
+   the dynamic linker binds, or the one libasan's interceptor calls. */
+static inline void *harness_served_def(const char *name)
+{
+	void *p = dlsym(RTLD_DEFAULT, name);
+	Dl_info di;
+
+	if (p && dladdr(p, &di) && di.dli_fname &&
+	    strstr(di.dli_fname, "/libasan.so"))
+		p = harness_after_interceptor(name, di.dli_fname);
+	return p;
+}
+
 /* The program's calls to `name` must reach libweft, not libc: the
-   symbol the dynamic linker binds for the program lives in libweft. */
+   symbol the dynamic linker binds for the program lives in libweft (or,
+   under ASan, the interceptor it binds forwards to libweft's). */
 static inline void weft_require_served(const char *name, const char *file,
 				       int line)
 {
-	void *p = dlsym(RTLD_DEFAULT, name);
+	void *p = harness_served_def(name);
 	Dl_info di;
 
 	if (!p || !dladdr(p, &di) || !di.dli_fname ||

@@ -5,11 +5,22 @@
 #   preload: LD_PRELOAD=build/libweft.so build/tests/preload/NAME
 # Shell tests (tests/t_*.sh) get the mode as their first argument.
 # A single test: tests/run.sh NAME ...   Time limit per run: WEFT_TEST_TIMEOUT (s).
+#   WEFT_BUILD=DIR         run the tests of another build directory (made
+#                          with make B=DIR tests); logs in DIR/tests/log.
+#                          Without names it runs only the compiled tests:
+#                          the shell tests build their own programs with
+#                          their own flags and several use build/ itself.
+#   WEFT_PRELOAD_FIRST=LIB objects put before libweft.so in LD_PRELOAD in
+#                          preload mode (an ASan-built test needs libasan
+#                          first; .ci/sanitize).
 set -u
 shopt -s nullglob
 cd "$(dirname "$0")/.."
 root=$(pwd)
-lib="$root/build/libweft.so"
+build=${WEFT_BUILD:-build}
+lib="$root/$build/libweft.so"
+case $build in /*) lib="$build/libweft.so" ;; esac
+preload="${WEFT_PRELOAD_FIRST:+$WEFT_PRELOAD_FIRST }$lib"
 limit=${WEFT_TEST_TIMEOUT:-300}
 pass=0
 fail=0
@@ -17,21 +28,23 @@ failed=()
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-	for f in build/tests/linked/t_*; do names+=("$(basename "$f")"); done
-	for f in tests/t_*.sh; do names+=("$(basename "$f" .sh)"); done
+	for f in "$build"/tests/linked/t_*; do names+=("$(basename "$f")"); done
+	if [ "$build" = build ]; then
+		for f in tests/t_*.sh; do names+=("$(basename "$f" .sh)"); done
+	fi
 fi
 
 run_one() { # name mode
 	local name=$1 mode=$2 out rc start end
-	local log="build/tests/log/$name.$mode.log"
-	mkdir -p build/tests/log
+	local log="$build/tests/log/$name.$mode.log"
+	mkdir -p "$build/tests/log"
 	start=$(date +%s.%N)
 	if [ -f "tests/$name.sh" ]; then
 		WEFT_LIB="$lib" WEFT_ROOT="$root" timeout -k 5 "$limit" bash "tests/$name.sh" "$mode" >"$log" 2>&1
 	elif [ "$mode" = linked ]; then
-		timeout -k 5 "$limit" "build/tests/linked/$name" >"$log" 2>&1
+		timeout -k 5 "$limit" "$build/tests/linked/$name" >"$log" 2>&1
 	else
-		LD_PRELOAD="$lib" timeout -k 5 "$limit" "build/tests/preload/$name" >"$log" 2>&1
+		LD_PRELOAD="$preload" timeout -k 5 "$limit" "$build/tests/preload/$name" >"$log" 2>&1
 	fi
 	rc=$?
 	end=$(date +%s.%N)

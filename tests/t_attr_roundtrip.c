@@ -223,8 +223,13 @@ static void no_leak(void)
 		pthread_attr_destroy(&a);
 	}
 	after = rss_kib();
+#ifndef HARNESS_ASAN /* ASan's quarantine keeps freed blocks (256 MB) */
 	CHECK(after - before < 4096, "RSS grew by %ld KiB over 200,000 attrs",
 	      after - before);
+#else
+	(void)before;
+	(void)after;
+#endif
 }
 
 struct seen {

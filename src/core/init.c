@@ -46,8 +46,31 @@ static void write_report(void)
 	close(fd);
 }
 
+/* WEFT_REPORT's and WEFT_STATS's exit handlers.  When weft starts from
+   a .preinit_array function (environ still NULL: libc not initialised
+   yet) they are registered by libweft's constructor instead: gcc's
+   AddressSanitizer starts weft that way, from inside its own
+   initialisation (AsanTSDInit's pthread_key_create), and its __cxa_atexit
+   interceptor aborts when called then ("CHECK failed: ...
+   !asan_init_is_running"), so every ASan program died at start-up with
+   WEFT_STATS or WEFT_REPORT set.  Lock waits before the constructor are
+   then not counted. */
+static int exit_handlers_deferred;
+
+static void exit_handlers(void)
+{
+	if (weft_tunables.report_path)
+		atexit(write_report);
+	/* Also printed when the last thread ends the process from
+	   thread_finish: that is exit(0), which runs atexit handlers. */
+	if (weft_tunables.stats)
+		stats_init();
+}
+
 static void init_once(void)
 {
+	extern char **environ;
+
 	tunables_init();
 	weft_is_active = host_init();
 	if (!weft_is_active) {
@@ -60,12 +83,10 @@ static void init_once(void)
 		cancel_init();
 		tsd_adopt_startup_keys(host_real.pthread_getspecific);
 	}
-	if (weft_tunables.report_path)
-		atexit(write_report);
-	/* Also printed when the last thread ends the process from
-	   thread_finish: that is exit(0), which runs atexit handlers. */
-	if (weft_tunables.stats)
-		stats_init();
+	if (environ)
+		exit_handlers();
+	else
+		exit_handlers_deferred = 1;
 }
 
 void weft_init_slow(void)
@@ -86,4 +107,8 @@ void weft_init_slow(void)
 __attribute__((constructor(101))) static void weft_constructor(void)
 {
 	weft_serving();
+	if (exit_handlers_deferred) {
+		exit_handlers_deferred = 0;
+		exit_handlers();
+	}
 }

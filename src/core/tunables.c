@@ -1,4 +1,4 @@
-#include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include "tunables.h"
 #include "../host/glibc.h"
@@ -17,20 +17,33 @@ const char *tunables_trim_name(int trim)
 	return trim >= 0 && trim < 3 ? trim_names[trim] : "?";
 }
 
+/* Digits by hand, not strtoll: weft may start inside AddressSanitizer's
+   initialisation (its AsanTSDInit creates a key), where ASan's strtoll
+   interceptor aborts ("CHECK failed: ... !asan_init_is_running").  A
+   value too large for a long long is invalid (-1), as is a suffix that
+   would overflow it. */
 long long tunables_parse_size(const char *s)
 {
-	char *end;
-	long long v;
+	const char *end;
+	long long v = 0;
+	int shift = 0;
 
 	if (!s || *s < '0' || *s > '9')
 		return -1;
-	v = strtoll(s, &end, 10);
+	for (end = s; *end >= '0' && *end <= '9'; end++) {
+		if (v > (LLONG_MAX - (*end - '0')) / 10)
+			return -1;
+		v = v * 10 + (*end - '0');
+	}
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	default: break;
 	}
+	if (v > (LLONG_MAX >> shift))
+		return -1;
+	v <<= shift;
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
 	else if (*end == 'B')
