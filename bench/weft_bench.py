@@ -289,6 +289,21 @@ def build_plan(opt, S):
     return plan
 
 
+def shown_args(args):
+    """The command line as the report shows it: the launcher's own
+    --weft-lib (its library, named in the report anyway) left out, in
+    both its forms (--weft-lib=LIB and --weft-lib LIB)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--weft-lib":
+            skip = True
+        elif not a.startswith("--weft-lib="):
+            out.append(a)
+    return out
+
+
 def columns_for(c, opt):
     cols = ["glibc"]
     if not opt.no_weft:
@@ -953,8 +968,7 @@ def main(argv=None):
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"), help="compiler named in the report")
     opt = ap.parse_args(argv)
-    opt.argv_shown = [a for a in (argv if argv is not None else sys.argv[1:])
-                      if not a.startswith("--weft-lib")]
+    opt.argv_shown = shown_args(argv if argv is not None else sys.argv[1:])
 
     if opt.list:
         for name, title, paper, metric in EXPERIMENTS:
