@@ -125,4 +125,46 @@ static inline const char *status_str(const struct child_result *r)
 	return buf;
 }
 
+/* Starts this test's preload build (.../preload/NAME, found from
+   .../linked/NAME) as a plain glibc process: exec'd with the environment
+   minus LD_PRELOAD, argv = {exe, args...}.  Returns the child's pid, or
+   -1 with errno set when the program is missing or fork failed. */
+static inline pid_t spawn_glibc_peer(char *const args[])
+{
+	extern char **environ;
+	char exe[4096], *p;
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	pid_t pid;
+
+	if (len <= 0)
+		return -1;
+	exe[len] = 0;
+	p = strstr(exe, "/linked/");
+	if (p) {
+		char tail[4096];
+		snprintf(tail, sizeof tail, "%s", p + 8);
+		snprintf(p, sizeof exe - (size_t)(p - exe), "/preload/%s", tail);
+	}
+	if (access(exe, X_OK) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char *env[256], *argv[16];
+		int k = 0, a = 0;
+		for (char **e = environ; *e && k < 255; e++)
+			if (strncmp(*e, "LD_PRELOAD=", 11))
+				env[k++] = *e;
+		env[k] = NULL;
+		argv[a++] = exe;
+		while (args[a - 1] && a < 15) {
+			argv[a] = args[a - 1];
+			a++;
+		}
+		argv[a] = NULL;
+		execve(exe, argv, env);
+		_exit(127);
+	}
+	return pid;
+}
+
 #endif

@@ -279,15 +279,26 @@ static void test_errors(void)
 	CHECK_ERR(pthread_mutexattr_gettype(&a, &v), 0);
 	CHECK_EQ(v, PTHREAD_MUTEX_ADAPTIVE_NP);
 
-	/* PI, PP and robust: stored, read back, refused at init. */
+	/* PI and robust: stored, read back, refused at init. */
 	CHECK_ERR(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT), 0);
 	CHECK_ERR(pthread_mutexattr_getprotocol(&a, &v), 0);
 	CHECK_EQ(v, PTHREAD_PRIO_INHERIT);
 	CHECK_ERR(pthread_mutex_init(&m, &a), ENOTSUP);
+	/* PP is made (t_pp tests it): the attribute's ceiling lands in
+	   the lock word's bits 19-31, glibc's place, so the unlocked word
+	   is not 0 and destroy must mask it. */
 	CHECK_ERR(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT), 0);
 	CHECK_ERR(pthread_mutexattr_getprotocol(&a, &v), 0);
 	CHECK_EQ(v, PTHREAD_PRIO_PROTECT);
+	CHECK_ERR(pthread_mutex_init(&m, &a), 0);
+	CHECK_ERR(pthread_mutex_getprioceiling(&m, &v), 0);
+	CHECK_EQ(v, 42);
+	CHECK_EQ(m.__data.__lock, 42 << 19);
+	CHECK_ERR(pthread_mutex_destroy(&m), 0);
+	/* Robust + protect: refused, as glibc. */
+	CHECK_ERR(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST), 0);
 	CHECK_ERR(pthread_mutex_init(&m, &a), ENOTSUP);
+	CHECK_ERR(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_STALLED), 0);
 	CHECK_ERR(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_NONE), 0);
 	CHECK_ERR(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST), 0);
 	CHECK_ERR(pthread_mutexattr_getrobust(&a, &v), 0);

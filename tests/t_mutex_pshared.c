@@ -9,8 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "harness.h"
-
-extern char **environ;
+#include "child.h"
 
 struct shm {
 	pthread_mutex_t m;
@@ -111,37 +110,16 @@ static int peer(int fd, long n)
 	return 0;
 }
 
-static int run_peer(int fd, long n)
+static pid_t run_peer(int fd, long n)
 {
-	char exe[4096], *p, fdarg[16], narg[32];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char fdarg[16], narg[32];
+	char *args[] = {"peer", fdarg, narg, NULL};
 	pid_t pid;
 
-	REQUIRE(len > 0, "readlink /proc/self/exe");
-	exe[len] = 0;
-	p = strstr(exe, "/linked/");
-	if (p) { /* .../linked/NAME -> .../preload/NAME */
-		char tail[4096];
-		snprintf(tail, sizeof tail, "%s", p + 8);
-		snprintf(p, sizeof exe - (size_t)(p - exe), "/preload/%s", tail);
-	}
-	REQUIRE(access(exe, X_OK) == 0, "glibc peer: expected the preload build "
-		"at %s, got %s", exe, strerror(errno));
 	snprintf(fdarg, sizeof fdarg, "%d", fd);
 	snprintf(narg, sizeof narg, "%ld", n);
-	pid = fork();
-	if (pid == 0) {
-		/* Environment without LD_PRELOAD: the peer is plain glibc. */
-		char *env[256];
-		int k = 0;
-		for (char **e = environ; *e && k < 255; e++)
-			if (strncmp(*e, "LD_PRELOAD=", 11))
-				env[k++] = *e;
-		env[k] = NULL;
-		char *argv[] = {exe, "peer", fdarg, narg, NULL};
-		execve(exe, argv, env);
-		_exit(127);
-	}
+	pid = spawn_glibc_peer(args);
+	REQUIRE(pid > 0, "glibc peer (the preload build): %s", strerror(errno));
 	return pid;
 }
 

@@ -24,6 +24,7 @@
 #include "../host/attr_layout.h"
 #include "../host/sched_cache.h"
 #include "../kernel/sched.h"
+#include "../sync/mutex_pp.h"
 #include "export.h"
 
 enum route { NATIVE, GLIBC, FAILED };
@@ -43,6 +44,23 @@ static enum route route(pthread_t h, struct target *x)
 	if (!x->t || x->t->origin != WEFT_ORIGIN_CREATED)
 		return GLIBC;
 	return NATIVE;
+}
+
+/* Scheduling calls: as route(), but weft serves the calling thread
+   whoever made it, so that the priority-protect ceilings it holds are
+   kept (glibc's own functions do not see weft's; sync/mutex_pp.h).
+   x->t is then the caller's descriptor or NULL: thread_pin gives the
+   caller's tid either way. */
+static enum route sched_route(pthread_t h, struct target *x)
+{
+	enum route r = route(h, x);
+
+	if (r == GLIBC && weft_serving() &&
+	    (void *)x->glibc == arch_thread_pointer()) {
+		x->t = weft_tls_self;
+		return NATIVE;
+	}
+	return r;
 }
 
 /* A kernel result as an error number (0 on success). */
@@ -111,8 +129,11 @@ WEFT_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval v)
 }
 
 /* --- scheduling --------------------------------------------------------
-   The kernel is the only record weft keeps: getters ask it, so a change
-   made behind weft's back (sched_setscheduler on the tid) is seen too.
+   The kernel is the record weft keeps: getters ask it, so a change made
+   behind weft's back (sched_setscheduler on the tid) is seen too.  The
+   exception is a thread holding priority-protect mutexes: the kernel
+   then shows the ceiling, and the base priority a setter gives takes
+   effect when the ceilings are released (sync/mutex_pp.c, as glibc).
    Setters also update glibc's copy in the TCB (host/sched_cache.c). */
 
 WEFT_EXPORT int pthread_setschedparam(pthread_t th, int policy,
@@ -120,16 +141,24 @@ WEFT_EXPORT int pthread_setschedparam(pthread_t th, int policy,
 {
 	struct target x;
 	struct weft_pin pin;
+	enum route r = sched_route(th, &x);
 	int tid, err;
 
-	ROUTE_OR_RETURN(th, x, host_real.pthread_setschedparam(x.glibc, policy, p));
+	if (r == FAILED)
+		return x.err;
+	if (r == GLIBC) {
+		err = host_real.pthread_setschedparam(x.glibc, policy, p);
+		if (err == 0 && weft_serving())
+			pp_sched_note((char *)x.glibc, policy, p->sched_priority);
+		return err;
+	}
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
-	/* The kernel checks the policy, the priority's range for it and a
-	   NULL `p` (EINVAL), and the caller's rights (EPERM). */
-	err = kerr(sys_sched_setscheduler(tid, policy, p));
+	/* The kernel checks the policy, the priority's range for it, and
+	   the caller's rights (EPERM); `p` is declared non-null. */
+	err = pp_sched_set((char *)x.glibc, tid, policy, p->sched_priority);
 	if (err == 0)
-		host_sched_cache_store(x.t->tcb, policy, p->sched_priority);
+		host_sched_cache_store((char *)x.glibc, policy, p->sched_priority);
 	thread_unpin(x.t, &pin);
 	return err;
 }
@@ -146,16 +175,26 @@ static int getschedparam(pthread_t th, int *policy, struct sched_param *p)
 {
 	struct target x;
 	struct weft_pin pin;
+	enum route r = sched_route(th, &x);
 	long pol;
 	int tid, err;
 
-	ROUTE_OR_RETURN(th, x, host_real.pthread_getschedparam(x.glibc, policy, p));
+	if (r == FAILED)
+		return x.err;
+	if (r == GLIBC)
+		return host_real.pthread_getschedparam(x.glibc, policy, p);
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	pol = sys_sched_getscheduler(tid);
 	err = pol < 0 ? kerr(pol) : kerr(sys_sched_getparam(tid, p));
-	if (err == 0)
+	if (err == 0) {
+		int base_pol, base_prio;
 		*policy = (int)pol;
+		if (pp_sched_base((char *)x.glibc, &base_pol, &base_prio)) {
+			*policy = base_pol;
+			p->sched_priority = base_prio;
+		}
+	}
 	thread_unpin(x.t, &pin);
 	return err;
 }
@@ -170,15 +209,22 @@ WEFT_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 {
 	struct target x;
 	struct weft_pin pin;
-	struct sched_param p = {.sched_priority = prio};
+	enum route r = sched_route(th, &x);
 	int tid, err;
 
-	ROUTE_OR_RETURN(th, x, host_real.pthread_setschedprio(x.glibc, prio));
+	if (r == FAILED)
+		return x.err;
+	if (r == GLIBC) {
+		err = host_real.pthread_setschedprio(x.glibc, prio);
+		if (err == 0 && weft_serving())
+			pp_sched_note((char *)x.glibc, -1, prio);
+		return err;
+	}
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
-	err = kerr(sys_sched_setparam(tid, &p));
+	err = pp_sched_set((char *)x.glibc, tid, -1, prio);
 	if (err == 0)
-		host_sched_cache_store(x.t->tcb, -1, prio);
+		host_sched_cache_store((char *)x.glibc, -1, prio);
 	thread_unpin(x.t, &pin);
 	return err;
 }
