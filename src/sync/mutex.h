@@ -9,7 +9,8 @@
                  word (decides whether a newcomer spins and whether the
                  word keeps LW_SLEEPERS); process-shared: glibc's, untouched
     16  kind     glibc's encoding: type in bits 0-1, robust 16, PI 32,
-                 PP 64, process-shared 128, ceiling in bits 19-31
+                 PP 64, process-shared 128 (a PP mutex's ceiling is in
+                 the lock word, bits 19-30: mutex_pp.c)
     20  handoff  (glibc's __spins/__elision) private mutexes only: -tid of
                  the one starving waiter asking for a direct hand-off
     24  list     private mutexes: the condvar wake-ups deferred to the
