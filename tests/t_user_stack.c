@@ -37,7 +37,9 @@ static long recurse(int depth, long seed)
 		frame[i] = (char)(seed + i);
 	if (depth == 0)
 		return seed;
-	below = recurse(depth - 1, seed * 31 + 7);
+	/* Unsigned: the seed wraps around on purpose (signed overflow is
+	   undefined). */
+	below = recurse(depth - 1, (long)((unsigned long)seed * 31 + 7));
 	for (int i = 0; i < FRAME; i += 64)
 		sum += frame[i];
 	return below + sum;
