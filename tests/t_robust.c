@@ -6,7 +6,8 @@
    robust mutex whose holder (a fork child, re-registered by fork) is
    killed with SIGKILL; and the same mutex shared with a plain glibc
    process (the preload build exec'd without LD_PRELOAD) in both
-   directions. */
+   directions.  The cross-process tests run again with robust + PI
+   mutexes (t_pi tests PI in one process). */
 #include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -31,11 +32,16 @@ static int tid(void)
 	return (int)syscall(SYS_gettid);
 }
 
+/* Set for the cross-process tests' second round: robust + PI. */
+static int use_pi;
+
 static void robust_init(pthread_mutex_t *m, int type, int pshared)
 {
 	pthread_mutexattr_t a;
 
 	pthread_mutexattr_init(&a);
+	if (use_pi)
+		pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
 	pthread_mutexattr_settype(&a, type);
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	if (pshared)
@@ -503,8 +509,9 @@ static void test_kill9(struct shm *s)
 		waitpid(pid, &st, 0);
 		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child killed");
 		int r = pthread_mutex_lock(&s->m);
-		CHECK(r == EOWNERDEAD, "kill -9 (%s): expected EOWNERDEAD, "
-		      "got %d", in_thread ? "thread" : "main", r);
+		CHECK(r == EOWNERDEAD, "kill -9 (%s%s): expected EOWNERDEAD, "
+		      "got %d", in_thread ? "thread" : "main",
+		      use_pi ? ", PI" : "", r);
 		CHECK_ERR(pthread_mutex_consistent(&s->m), 0);
 		CHECK_ERR(pthread_mutex_unlock(&s->m), 0);
 	}
@@ -610,8 +617,8 @@ static void test_glibc_peer(struct shm *s, int fd)
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "glibc peer status %#x", st);
 	pthread_join(tw, NULL);
-	CHECK(w.res == EOWNERDEAD, "glibc holder died: weft expected "
-	      "EOWNERDEAD, got %d", w.res);
+	CHECK(w.res == EOWNERDEAD, "glibc holder died%s: weft expected "
+	      "EOWNERDEAD, got %d", use_pi ? " (PI)" : "", w.res);
 
 	/* A weft thread holds and dies; glibc asleep on it gets
 	   EOWNERDEAD. */
@@ -630,8 +637,8 @@ static void test_glibc_peer(struct shm *s, int fd)
 	pthread_join(th, NULL);
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "glibc peer status %#x", st);
-	CHECK(s->peer_res == EOWNERDEAD, "weft holder died: glibc expected "
-	      "EOWNERDEAD, got %d", s->peer_res);
+	CHECK(s->peer_res == EOWNERDEAD, "weft holder died%s: glibc expected "
+	      "EOWNERDEAD, got %d", use_pi ? " (PI)" : "", s->peer_res);
 	CHECK_ERR(pthread_mutex_lock(&s->m), 0);
 	CHECK_ERR(pthread_mutex_unlock(&s->m), 0);
 }
@@ -669,7 +676,9 @@ int main(int argc, char **argv)
 	REQUIRE(fd >= 0 && ftruncate(fd, sizeof(struct shm)) == 0, "memfd");
 	s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	REQUIRE(s != MAP_FAILED, "mmap");
-	test_kill9(s);
-	test_glibc_peer(s, fd);
+	for (use_pi = 0; use_pi < 2; use_pi++) {
+		test_kill9(s);
+		test_glibc_peer(s, fd);
+	}
 	TEST_DONE();
 }
