@@ -19,18 +19,13 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "harness.h"
+#include "tid_common.h"
 
 #define W_WAITERS 0x80000000u
 #define W_DIED 0x40000000u
 
 static const int types[] = {PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_RECURSIVE,
 			    PTHREAD_MUTEX_ERRORCHECK, PTHREAD_MUTEX_ADAPTIVE_NP};
-
-static int tid(void)
-{
-	return (int)syscall(SYS_gettid);
-}
 
 static void pi_init(pthread_mutex_t *m, int type, int robust, int pshared)
 {
@@ -45,12 +40,6 @@ static void pi_init(pthread_mutex_t *m, int type, int robust, int pshared)
 		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
 	CHECK_ERR(pthread_mutex_init(m, &a), 0);
 	pthread_mutexattr_destroy(&a);
-}
-
-static void wait_flag(int *f)
-{
-	while (!__atomic_load_n(f, __ATOMIC_ACQUIRE))
-		sched_yield();
 }
 
 /* --------------------------------------- no system call uncontended */
@@ -111,31 +100,6 @@ static void test_no_syscall(void)
 
 /* ---------------------------------------------- basics and errors */
 
-struct other {
-	pthread_mutex_t *m;
-	int (*op)(pthread_mutex_t *);
-	int res;
-};
-
-static void *other_main(void *p)
-{
-	struct other *o = p;
-
-	CHECK_WEFT_THREAD();
-	o->res = o->op(o->m);
-	return NULL;
-}
-
-static int in_other_thread(pthread_mutex_t *m, int (*op)(pthread_mutex_t *))
-{
-	struct other o = {.m = m, .op = op};
-	pthread_t t;
-
-	REQUIRE(pthread_create(&t, NULL, other_main, &o) == 0, "create");
-	pthread_join(t, NULL);
-	return o.res;
-}
-
 static int timed_rt(pthread_mutex_t *m)
 {
 	struct timespec ts = deadline_in(CLOCK_REALTIME, 30000000);
@@ -158,21 +122,9 @@ static int clock_mono(pthread_mutex_t *m)
 	return r;
 }
 
-static int bad_nsec(pthread_mutex_t *m)
-{
-	struct timespec ts = {0, 1000000000};
-	return pthread_mutex_timedlock(m, &ts);
-}
-
-static int past(pthread_mutex_t *m)
-{
-	struct timespec ts = {-1, 0};
-	return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
-}
-
 static void test_errors(void)
 {
-	pthread_mutex_t m;
+	pthread_mutex_t m, r;
 	pthread_mutexattr_t a;
 	int v;
 
@@ -188,8 +140,8 @@ static void test_errors(void)
 		CHECK_ERR(in_other_thread(&m, pthread_mutex_trylock), EBUSY);
 		CHECK_ERR(in_other_thread(&m, timed_rt), ETIMEDOUT);
 		CHECK_ERR(in_other_thread(&m, clock_mono), ETIMEDOUT);
-		CHECK_ERR(in_other_thread(&m, bad_nsec), EINVAL);
-		CHECK_ERR(in_other_thread(&m, past), ETIMEDOUT);
+		CHECK_ERR(in_other_thread(&m, timed_bad_nsec), EINVAL);
+		CHECK_ERR(in_other_thread(&m, timed_past), ETIMEDOUT);
 		/* A normal PI mutex locked again by its owner: the kernel
 		   says EDEADLK and glibc waits for the deadline. */
 		CHECK_ERR(timed_rt(&m), ETIMEDOUT);
@@ -199,23 +151,8 @@ static void test_errors(void)
 	}
 
 	pi_init(&m, PTHREAD_MUTEX_ERRORCHECK, 0, 0);
-	CHECK_ERR(pthread_mutex_lock(&m), 0);
-	CHECK_ERR(pthread_mutex_lock(&m), EDEADLK);
-	CHECK_ERR(pthread_mutex_trylock(&m), EDEADLK); /* glibc, PI */
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_ERR(pthread_mutex_unlock(&m), EPERM);
-
-	pi_init(&m, PTHREAD_MUTEX_RECURSIVE, 0, 0);
-	CHECK_ERR(pthread_mutex_lock(&m), 0);
-	CHECK_ERR(pthread_mutex_trylock(&m), 0);
-	CHECK_ERR(pthread_mutex_lock(&m), 0);
-	CHECK_EQ(m.__data.__count, 3);
-	CHECK_ERR(in_other_thread(&m, pthread_mutex_unlock), EPERM);
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_EQ(m.__data.__lock, tid());
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_EQ(m.__data.__lock, 0);
+	pi_init(&r, PTHREAD_MUTEX_RECURSIVE, 0, 0);
+	check_relock_rules(&m, &r);
 
 	pthread_mutexattr_init(&a);
 	CHECK_ERR(pthread_mutexattr_setprotocol(&a, 3), EINVAL);
@@ -238,7 +175,7 @@ static void *count_main(void *p)
 	struct counter *c = p;
 
 	CHECK_WEFT_THREAD();
-	for (int i = 0; i < 20000; i++) {
+	for (int i = 0; i < 5000; i++) {
 		CHECK_ERR(pthread_mutex_lock(&c->m), 0);
 		if (c->recursive)
 			CHECK_ERR(pthread_mutex_lock(&c->m), 0);
@@ -266,53 +203,13 @@ static void test_contention(void)
 				pthread_create(&t[i], NULL, count_main, &c);
 			for (int i = 0; i < 4; i++)
 				pthread_join(t[i], NULL);
-			CHECK_EQ(c.n, 4 * 20000);
+			CHECK_EQ(c.n, 4 * 5000);
 			CHECK_EQ(c.overlaps, 0);
 			CHECK_EQ(c.m.__data.__lock, 0);
 		}
 }
 
 /* -------------------------------------------------- robust PI death */
-
-struct holder {
-	pthread_mutex_t *m;
-	int held, tid, res;
-	int *go;
-};
-
-static void *hold_until_go(void *p)
-{
-	struct holder *h = p;
-
-	CHECK_WEFT_THREAD();
-	h->tid = tid();
-	CHECK_ERR(pthread_mutex_lock(h->m), 0);
-	__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(h->go, __ATOMIC_ACQUIRE))
-		syscall(SYS_futex, h->go, FUTEX_WAIT_PRIVATE, 0, NULL);
-	return NULL; /* dies holding it */
-}
-
-static void *lock_it(void *p)
-{
-	struct holder *h = p;
-
-	CHECK_WEFT_THREAD();
-	h->tid = tid();
-	__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
-	h->res = pthread_mutex_lock(h->m);
-	if (h->res == EOWNERDEAD)
-		pthread_mutex_consistent(h->m);
-	if (h->res == 0 || h->res == EOWNERDEAD)
-		pthread_mutex_unlock(h->m);
-	return NULL;
-}
-
-static void go(int *flag)
-{
-	__atomic_store_n(flag, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, flag, FUTEX_WAKE_PRIVATE, 1);
-}
 
 static void test_robust_death(void)
 {
@@ -395,100 +292,18 @@ static void test_handover(void)
 
 /* ---------------------------------------------------------- condvar */
 
-struct cw {
-	pthread_mutex_t *m;
-	pthread_cond_t *cv;
-	int ready, tid, res, pred;
-};
-
-static void *cond_waiter(void *p)
-{
-	struct cw *w = p;
-
-	CHECK_WEFT_THREAD();
-	CHECK_ERR(pthread_mutex_lock(w->m), 0);
-	w->tid = tid();
-	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
-	do
-		w->res = pthread_cond_wait(w->cv, w->m);
-	while (w->res == 0 && !w->pred);
-	if (w->res == EOWNERDEAD)
-		pthread_mutex_consistent(w->m);
-	pthread_mutex_unlock(w->m);
-	return NULL;
-}
-
-static void *signal_and_die(void *p)
-{
-	struct cw *w = p;
-
-	CHECK_WEFT_THREAD();
-	CHECK_ERR(pthread_mutex_lock(w->m), 0);
-	w->pred = 1;
-	pthread_cond_signal(w->cv);
-	return NULL;
-}
-
 static void test_cond(void)
 {
 	for (int pshared = 0; pshared < 2; pshared++)
 		for (int robust = 0; robust < 2; robust++) {
 			pthread_mutex_t m;
-			pthread_cond_t cv;
-			pthread_condattr_t ca;
-			struct cw w = {.m = &m, .cv = &cv};
-			pthread_t tw, ts;
 
 			pi_init(&m, PTHREAD_MUTEX_RECURSIVE, robust, pshared);
-			pthread_condattr_init(&ca);
-			pthread_condattr_setpshared(&ca, pshared);
-			pthread_cond_init(&cv, &ca);
-			pthread_create(&tw, NULL, cond_waiter, &w);
-			wait_flag(&w.ready);
-			CHECK_ERR(pthread_mutex_lock(&m), 0);
-			w.pred = 1;
-			CHECK_ERR(pthread_cond_signal(&cv), 0);
-			CHECK_ERR(pthread_mutex_unlock(&m), 0);
-			pthread_join(tw, NULL);
-			CHECK_ERR(w.res, 0);
-			if (!robust)
-				continue;
-			w.ready = w.pred = 0;
-			pthread_create(&tw, NULL, cond_waiter, &w);
-			wait_flag(&w.ready);
-			CHECK(task_asleep(w.tid, 5000000000L), "cond waiter");
-			pthread_create(&ts, NULL, signal_and_die, &w);
-			pthread_join(ts, NULL);
-			pthread_join(tw, NULL);
-			CHECK(w.res == EOWNERDEAD, "cond_wait, robust PI (%s): "
-			      "expected EOWNERDEAD, got %d",
-			      pshared ? "shared" : "private", w.res);
-			pthread_cond_destroy(&cv);
+			cond_rounds(&m, pshared, robust, "PI");
 		}
 }
 
 /* ------------------------------------------- shared across processes */
-
-/* /proc/PID/stat says S within 5 s: a child process asleep. */
-static int task_asleep_pid(pid_t pid)
-{
-	char path[64], buf[512];
-	long end = mono_ns() + 5000000000L;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	while (mono_ns() < end) {
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		char *q = strrchr(buf, ')');
-		if (q && q[1] == ' ' && q[2] == 'S')
-			return 1;
-		sched_yield();
-	}
-	return 0;
-}
 
 static void test_fork(void)
 {
@@ -513,7 +328,7 @@ static void test_fork(void)
 		_exit(r == 0 && (word & 0x3fffffff) == getpid() ? 0 : 1);
 	}
 	wait_flag(&s->phase);
-	CHECK(task_asleep_pid(pid), "child asleep on the PI mutex");
+	CHECK(process_asleep(pid, 5000000000L), "child asleep on the PI mutex");
 	CHECK_ERR(pthread_mutex_unlock(&s->m), 0);
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
@@ -686,22 +501,12 @@ static void test_inversion(void)
 	free(v);
 }
 
-static void watchdog(int sig)
-{
-	static const char msg[] = "FAIL: watchdog: expected the test to end "
-				  "within 25 s, got a hang\n";
-	(void)sig;
-	write(2, msg, sizeof msg - 1);
-	_exit(1);
-}
-
 int main(void)
 {
 	WEFT_REQUIRE();
 	REQUIRE_SERVED(pthread_mutex_lock);
 	REQUIRE_SERVED(pthread_mutex_init);
-	signal(SIGALRM, watchdog);
-	alarm(25);
+	watchdog_arm();
 	test_no_syscall();
 	test_errors();
 	test_contention();

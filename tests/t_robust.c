@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "harness.h"
+#include "tid_common.h"
 
 extern char **environ;
 
@@ -26,11 +26,6 @@ static const int types[] = {PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_RECURSIVE,
 			    PTHREAD_MUTEX_ERRORCHECK, PTHREAD_MUTEX_ADAPTIVE_NP};
 static const char *type_name[] = {"normal", "recursive", "errorcheck",
 				  "adaptive"};
-
-static int tid(void)
-{
-	return (int)syscall(SYS_gettid);
-}
 
 /* Set for the cross-process tests' second round: robust + PI. */
 static int use_pi;
@@ -168,58 +163,9 @@ static void test_many(void)
 
 /* ------------------------------------------------------- error cases */
 
-struct other {
-	pthread_mutex_t *m;
-	int (*op)(pthread_mutex_t *);
-	int res;
-};
-
-static void *other_main(void *p)
-{
-	struct other *o = p;
-
-	CHECK_WEFT_THREAD();
-	o->res = o->op(o->m);
-	return NULL;
-}
-
-static int in_other_thread(pthread_mutex_t *m, int (*op)(pthread_mutex_t *))
-{
-	struct other o = {.m = m, .op = op};
-	pthread_t t;
-
-	REQUIRE(pthread_create(&t, NULL, other_main, &o) == 0, "create");
-	pthread_join(t, NULL);
-	return o.res;
-}
-
-static int timed_rt_short(pthread_mutex_t *m)
-{
-	struct timespec ts = deadline_in(CLOCK_REALTIME, 20000000);
-	return pthread_mutex_timedlock(m, &ts);
-}
-
-static int clock_mono_short(pthread_mutex_t *m)
-{
-	struct timespec ts = deadline_in(CLOCK_MONOTONIC, 20000000);
-	return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
-}
-
-static int timed_bad_nsec(pthread_mutex_t *m)
-{
-	struct timespec ts = {0, 1000000000};
-	return pthread_mutex_timedlock(m, &ts);
-}
-
-static int timed_past(pthread_mutex_t *m)
-{
-	struct timespec ts = {-1, 0};
-	return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
-}
-
 static void test_errors(void)
 {
-	pthread_mutex_t m;
+	pthread_mutex_t m, r;
 	pthread_mutexattr_t a;
 	struct timespec bad = {0, -1};
 
@@ -245,25 +191,9 @@ static void test_errors(void)
 	CHECK_EQ(m.__data.__lock, 0);
 	CHECK_EQ(m.__data.__list.__next, NULL);
 
-	robust_init(&m, PTHREAD_MUTEX_ERRORCHECK, 1);
-	CHECK_ERR(pthread_mutex_lock(&m), 0);
-	CHECK_ERR(pthread_mutex_lock(&m), EDEADLK);
-	CHECK_ERR(pthread_mutex_trylock(&m), EDEADLK); /* glibc, robust */
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_ERR(pthread_mutex_unlock(&m), EPERM);
-
+	robust_init(&r, PTHREAD_MUTEX_ERRORCHECK, 1);
 	robust_init(&m, PTHREAD_MUTEX_RECURSIVE, 0);
-	CHECK_ERR(pthread_mutex_lock(&m), 0);
-	CHECK_ERR(pthread_mutex_lock(&m), 0);
-	CHECK_ERR(pthread_mutex_trylock(&m), 0);
-	CHECK_EQ(m.__data.__count, 3);
-	CHECK_ERR(in_other_thread(&m, pthread_mutex_unlock), EPERM);
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_EQ(m.__data.__lock, tid());
-	CHECK_ERR(pthread_mutex_unlock(&m), 0);
-	CHECK_EQ(m.__data.__lock, 0);
-	CHECK_ERR(pthread_mutex_unlock(&m), EPERM);
+	check_relock_rules(&r, &m);
 
 	/* A recursive mutex taken from a dead owner and locked again:
 	   unlocking without consistent says ENOTRECOVERABLE until the
@@ -313,62 +243,21 @@ static void test_list(void)
 
 /* --------------------------------------- a waiter when the owner dies */
 
-struct waiter {
-	pthread_mutex_t *m;
-	pthread_cond_t *cv;
-	int tid, res, ready;
-	int *flag;
-};
-
-static void *lock_waiter(void *p)
-{
-	struct waiter *w = p;
-
-	CHECK_WEFT_THREAD();
-	w->tid = tid();
-	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
-	w->res = pthread_mutex_lock(w->m);
-	if (w->res == EOWNERDEAD) {
-		pthread_mutex_consistent(w->m);
-		pthread_mutex_unlock(w->m);
-	}
-	return NULL;
-}
-
-static void *hold_until_flag(void *p)
-{
-	struct waiter *w = p;
-
-	CHECK_WEFT_THREAD();
-	CHECK_ERR(pthread_mutex_lock(w->m), 0);
-	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(w->flag, __ATOMIC_ACQUIRE))
-		syscall(SYS_futex, w->flag, FUTEX_WAIT_PRIVATE, 0, NULL);
-	return NULL; /* dies holding it */
-}
-
-static void wait_ready(int *ready)
-{
-	while (!__atomic_load_n(ready, __ATOMIC_ACQUIRE))
-		sched_yield();
-}
-
 static void test_waiter_wakes(void)
 {
 	for (int ti = 0; ti < 4; ti++) {
 		pthread_mutex_t m;
 		int flag = 0;
-		struct waiter h = {.m = &m, .flag = &flag}, w = {.m = &m};
+		struct holder h = {.m = &m, .go = &flag}, w = {.m = &m};
 		pthread_t th, tw;
 
 		robust_init(&m, types[ti], 0);
-		pthread_create(&th, NULL, hold_until_flag, &h);
-		wait_ready(&h.ready);
-		pthread_create(&tw, NULL, lock_waiter, &w);
-		wait_ready(&w.ready);
+		pthread_create(&th, NULL, hold_until_go, &h);
+		wait_flag(&h.held);
+		pthread_create(&tw, NULL, lock_it, &w);
+		wait_flag(&w.held);
 		CHECK(task_asleep(w.tid, 5000000000L), "waiter asleep");
-		__atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
-		syscall(SYS_futex, &flag, FUTEX_WAKE_PRIVATE, 1);
+		go(&flag);
 		pthread_join(th, NULL);
 		pthread_join(tw, NULL);
 		CHECK(w.res == EOWNERDEAD, "%s: sleeping waiter: expected "
@@ -378,69 +267,14 @@ static void test_waiter_wakes(void)
 	}
 }
 
-/* A condvar wait whose reacquire finds the owner dead: the signaller
-   takes the mutex, signals and dies holding it. */
-static void *cond_waiter(void *p)
-{
-	struct waiter *w = p;
-
-	CHECK_WEFT_THREAD();
-	CHECK_ERR(pthread_mutex_lock(w->m), 0);
-	w->tid = tid();
-	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
-	w->res = pthread_cond_wait(w->cv, w->m);
-	if (w->res == EOWNERDEAD || w->res == 0) {
-		if (w->res == EOWNERDEAD)
-			pthread_mutex_consistent(w->m);
-		pthread_mutex_unlock(w->m);
-	}
-	return NULL;
-}
-
-static void *signal_and_die(void *p)
-{
-	struct waiter *w = p;
-
-	CHECK_WEFT_THREAD();
-	CHECK_ERR(pthread_mutex_lock(w->m), 0);
-	pthread_cond_signal(w->cv);
-	return NULL;
-}
-
+/* A condvar wait whose reacquire finds the owner dead. */
 static void test_cond(void)
 {
 	for (int pshared = 0; pshared < 2; pshared++) {
 		pthread_mutex_t m;
-		pthread_cond_t cv;
-		pthread_condattr_t ca;
-		struct waiter w = {.m = &m, .cv = &cv};
-		pthread_t tw, ts;
 
 		robust_init(&m, PTHREAD_MUTEX_RECURSIVE, pshared);
-		pthread_condattr_init(&ca);
-		pthread_condattr_setpshared(&ca, pshared);
-		pthread_cond_init(&cv, &ca);
-		/* First a plain wait/signal round. */
-		pthread_create(&tw, NULL, cond_waiter, &w);
-		wait_ready(&w.ready);
-		pthread_mutex_lock(&m);
-		pthread_cond_signal(&cv);
-		pthread_mutex_unlock(&m);
-		pthread_join(tw, NULL);
-		CHECK_ERR(w.res, 0);
-		/* Then the owner dies holding it. */
-		w.ready = 0;
-		pthread_create(&tw, NULL, cond_waiter, &w);
-		wait_ready(&w.ready);
-		CHECK(task_asleep(w.tid, 5000000000L), "cond waiter asleep");
-		pthread_create(&ts, NULL, signal_and_die, &w);
-		pthread_join(ts, NULL);
-		pthread_join(tw, NULL);
-		CHECK(w.res == EOWNERDEAD, "cond_wait (%s): expected EOWNERDEAD, "
-		      "got %d", pshared ? "shared" : "private", w.res);
-		CHECK_ERR(pthread_mutex_lock(&m), 0);
-		CHECK_ERR(pthread_mutex_unlock(&m), 0);
-		pthread_cond_destroy(&cv);
+		cond_rounds(&m, pshared, 1, "");
 	}
 }
 
@@ -576,27 +410,6 @@ static pid_t run_peer(const char *role, int fd)
 	return pid;
 }
 
-/* /proc/PID/stat says S (the peer sleeps, in its lock). */
-static int proc_asleep(pid_t pid, long ns)
-{
-	char path[64], buf[512];
-	long end = mono_ns() + ns;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	while (mono_ns() < end) {
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		char *q = strrchr(buf, ')');
-		if (q && q[1] == ' ' && q[2] == 'S')
-			return 1;
-		sched_yield();
-	}
-	return 0;
-}
-
 static void test_glibc_peer(struct shm *s, int fd)
 {
 	pid_t pid;
@@ -608,10 +421,10 @@ static void test_glibc_peer(struct shm *s, int fd)
 	s->phase = 0;
 	pid = run_peer("hold", fd);
 	CHECK(wait_phase(s, 1, 10000000000L), "glibc peer locked");
-	struct waiter w = {.m = &s->m};
+	struct holder w = {.m = &s->m};
 	pthread_t tw;
-	pthread_create(&tw, NULL, lock_waiter, &w);
-	wait_ready(&w.ready);
+	pthread_create(&tw, NULL, lock_it, &w);
+	wait_flag(&w.held);
 	CHECK(task_asleep(w.tid, 5000000000L), "weft waiter asleep");
 	set_phase(s, 2);
 	waitpid(pid, &st, 0);
@@ -625,15 +438,14 @@ static void test_glibc_peer(struct shm *s, int fd)
 	robust_init(&s->m, PTHREAD_MUTEX_RECURSIVE, 1);
 	s->phase = 0;
 	s->peer_res = -1;
-	struct waiter h = {.m = &s->m, .flag = &flag};
+	struct holder h = {.m = &s->m, .go = &flag};
 	pthread_t th;
-	pthread_create(&th, NULL, hold_until_flag, &h);
-	wait_ready(&h.ready);
+	pthread_create(&th, NULL, hold_until_go, &h);
+	wait_flag(&h.held);
 	pid = run_peer("wait", fd);
 	CHECK(wait_phase(s, 1, 10000000000L), "glibc peer started");
-	CHECK(proc_asleep(pid, 5000000000L), "glibc peer asleep");
-	__atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &flag, FUTEX_WAKE_PRIVATE, 1);
+	CHECK(process_asleep(pid, 5000000000L), "glibc peer asleep");
+	go(&flag);
 	pthread_join(th, NULL);
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "glibc peer status %#x", st);
@@ -641,17 +453,6 @@ static void test_glibc_peer(struct shm *s, int fd)
 	      "EOWNERDEAD, got %d", use_pi ? " (PI)" : "", s->peer_res);
 	CHECK_ERR(pthread_mutex_lock(&s->m), 0);
 	CHECK_ERR(pthread_mutex_unlock(&s->m), 0);
-}
-
-/* A lost wake-up or a missing EOWNERDEAD would block for ever: the
-   test reports it within its time bound instead. */
-static void watchdog(int sig)
-{
-	static const char msg[] = "FAIL: watchdog: expected the test to end "
-				  "within 25 s, got a hang\n";
-	(void)sig;
-	write(2, msg, sizeof msg - 1);
-	_exit(1);
 }
 
 int main(int argc, char **argv)
@@ -664,8 +465,7 @@ int main(int argc, char **argv)
 	WEFT_REQUIRE();
 	REQUIRE_SERVED(pthread_mutex_lock);
 	REQUIRE_SERVED(pthread_mutex_consistent);
-	signal(SIGALRM, watchdog);
-	alarm(25);
+	watchdog_arm();
 	test_errors();
 	test_list();
 	test_owner_death();
