@@ -45,8 +45,8 @@ static void pi_init(pthread_mutex_t *m, int type, int robust, int pshared)
 /* --------------------------------------- no system call uncontended */
 
 /* The child makes getppid() (marker), 1000 lock/unlock pairs of a PI
-   mutex and of a robust PI one, getppid() again; the parent counts the
-   system calls it entered between the markers. */
+   mutex, of a robust PI one and of a robust one, getppid() again; the
+   parent counts the system calls it entered between the markers. */
 static void test_no_syscall(void)
 {
 	pid_t pid = fork();
@@ -55,9 +55,13 @@ static void test_no_syscall(void)
 
 	REQUIRE(pid >= 0, "fork");
 	if (pid == 0) {
-		pthread_mutex_t m, r;
+		pthread_mutex_t m, r, q;
+		pthread_mutexattr_t a;
 		pi_init(&m, PTHREAD_MUTEX_NORMAL, 0, 0);
 		pi_init(&r, PTHREAD_MUTEX_ERRORCHECK, 1, 1);
+		pthread_mutexattr_init(&a); /* robust, not PI */
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&q, &a);
 		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
 		raise(SIGSTOP);
 		syscall(SYS_getppid);
@@ -66,6 +70,8 @@ static void test_no_syscall(void)
 			pthread_mutex_unlock(&m);
 			pthread_mutex_trylock(&r);
 			pthread_mutex_unlock(&r);
+			pthread_mutex_lock(&q);
+			pthread_mutex_unlock(&q);
 		}
 		syscall(SYS_getppid);
 		_exit(0);
@@ -94,8 +100,9 @@ static void test_no_syscall(void)
 		}
 	}
 	CHECK_EQ(markers, 2);
-	CHECK(calls == 0, "system calls in 1000 uncontended PI lock/unlock "
-	      "pairs: expected 0, got %d (first: %ld)", calls, first);
+	CHECK(calls == 0, "system calls in 1000 uncontended lock/unlock of "
+	      "a PI, a robust PI and a robust mutex: expected 0, got %d "
+	      "(first: %ld)", calls, first);
 }
 
 /* ---------------------------------------------- basics and errors */

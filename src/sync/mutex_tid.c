@@ -17,6 +17,7 @@
    which queues waiters by priority and boosts the owner. */
 #include <limits.h>
 #include <stdint.h>
+#include <string.h>
 #include "mutex_kinds.h"
 
 /* glibc's __owner values for a robust mutex whose owner died: taken
@@ -417,7 +418,7 @@ int tidmutex_reacquire_after_wait(struct wmutex *w, unsigned depth)
 int tidmutex_init(struct wmutex *w, int kind, unsigned attr)
 {
 	(void)attr;
-	__builtin_memset(w, 0, sizeof *w);
+	memset(w, 0, sizeof *w);
 	/* As glibc: every robust mutex is process-shared to the futex,
 	   because the kernel wakes a dead owner's waiter with a shared
 	   wake, and a glibc peer would use shared futex calls anyway. */
