@@ -159,13 +159,14 @@ static int took(struct wmutex *w, struct host_robust_head *h, int self,
 		return EOWNERDEAD;
 	}
 	if (h && w->owner == OWNER_NOTRECOVERABLE) {
+		int flag = futex_flag(w); /* read before the release */
+
 		w->count = 0;
-		if (is_pi(w)) {
-			futex_unlock_pi(&w->lock, futex_flag(w));
-		} else if (__atomic_exchange_n(&w->lock, 0, __ATOMIC_RELEASE) &
-			   W_WAITERS) {
-			futex_wake(&w->lock, 1, futex_flag(w));
-		}
+		if (is_pi(w))
+			futex_unlock_pi(&w->lock, flag);
+		else if (__atomic_exchange_n(&w->lock, 0, __ATOMIC_RELEASE) &
+			 W_WAITERS)
+			futex_wake(&w->lock, 1, flag);
 		pending_clear(h);
 		return ENOTRECOVERABLE;
 	}
