@@ -249,16 +249,13 @@ static inline struct timespec deadline_in(clockid_t clock, long ns)
 	return ts;
 }
 
-/* Polls (at most `ns`) until the thread `tid` of this process sleeps in
-   the kernel (state S in /proc/self/task/TID/stat): how a test knows a
-   thread is blocked in a call, without sleeping as synchronisation.
-   Returns 1 when seen asleep, 0 at the deadline. */
-static inline int task_asleep(pid_t tid, long ns)
+/* Polls (at most `ns`) until the task whose stat file is `path` sleeps
+   in the kernel (state S): 1 when seen asleep, 0 at the deadline. */
+static inline int stat_asleep(const char *path, long ns)
 {
-	char path[64], buf[512];
+	char buf[512];
 	long end = mono_ns() + ns;
 
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
 	while (mono_ns() < end) {
 		FILE *f = fopen(path, "r");
 		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
@@ -273,6 +270,27 @@ static inline int task_asleep(pid_t tid, long ns)
 		sched_yield();
 	}
 	return 0;
+}
+
+/* Polls (at most `ns`) until the thread `tid` of this process sleeps in
+   the kernel (state S in /proc/self/task/TID/stat): how a test knows a
+   thread is blocked in a call, without sleeping as synchronisation.
+   Returns 1 when seen asleep, 0 at the deadline. */
+static inline int task_asleep(pid_t tid, long ns)
+{
+	char path[64];
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	return stat_asleep(path, ns);
+}
+
+/* The same for another process (its main thread). */
+static inline int process_asleep(pid_t pid, long ns)
+{
+	char path[64];
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	return stat_asleep(path, ns);
 }
 
 /* The voluntary context switches of thread `tid` of this process so far

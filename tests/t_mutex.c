@@ -279,14 +279,16 @@ static void test_errors(void)
 	CHECK_ERR(pthread_mutexattr_gettype(&a, &v), 0);
 	CHECK_EQ(v, PTHREAD_MUTEX_ADAPTIVE_NP);
 
-	/* PI and robust: stored, read back, refused at init. */
+	/* PI, PP and robust: stored, read back and made with glibc's kind
+	   bits (t_pi, t_pp and t_robust test them); robust + PP refused as
+	   by glibc.  PP's ceiling lands in the lock word's bits 19-30,
+	   glibc's place, so the unlocked word is not 0. */
 	CHECK_ERR(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT), 0);
 	CHECK_ERR(pthread_mutexattr_getprotocol(&a, &v), 0);
 	CHECK_EQ(v, PTHREAD_PRIO_INHERIT);
-	CHECK_ERR(pthread_mutex_init(&m, &a), ENOTSUP);
-	/* PP is made (t_pp tests it): the attribute's ceiling lands in
-	   the lock word's bits 19-31, glibc's place, so the unlocked word
-	   is not 0 and destroy must mask it. */
+	CHECK_ERR(pthread_mutex_init(&m, &a), 0);
+	CHECK_EQ(m.__data.__kind, 32 | 128 | PTHREAD_MUTEX_ADAPTIVE_NP);
+	CHECK_ERR(pthread_mutex_destroy(&m), 0);
 	CHECK_ERR(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT), 0);
 	CHECK_ERR(pthread_mutexattr_getprotocol(&a, &v), 0);
 	CHECK_EQ(v, PTHREAD_PRIO_PROTECT);
@@ -303,17 +305,29 @@ static void test_errors(void)
 	CHECK_ERR(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST), 0);
 	CHECK_ERR(pthread_mutexattr_getrobust(&a, &v), 0);
 	CHECK_EQ(v, PTHREAD_MUTEX_ROBUST);
+	CHECK_ERR(pthread_mutex_init(&m, &a), 0);
+	CHECK_EQ(m.__data.__kind, 16 | 128 | PTHREAD_MUTEX_ADAPTIVE_NP);
+	CHECK_ERR(pthread_mutex_destroy(&m), 0);
+	CHECK_ERR(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT), 0);
 	CHECK_ERR(pthread_mutex_init(&m, &a), ENOTSUP);
+	CHECK_ERR(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_NONE), 0);
 	CHECK_ERR(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_STALLED), 0);
 	CHECK_ERR(pthread_mutex_init(&m, &a), 0);
 	CHECK_ERR(pthread_mutex_destroy(&m), 0);
 	pthread_mutexattr_destroy(&a);
 
-	/* A mutex whose kind claims PI (as glibc would make it): refused. */
+	/* A mutex whose kind says PI, made by hand as glibc's
+	   PTHREAD_MUTEX_INITIALIZER plus the kind bits (no init call):
+	   served, trylock EBUSY while held. */
 	memset(&m, 0, sizeof m);
 	m.__data.__kind = 32;
-	CHECK_ERR(pthread_mutex_lock(&m), ENOTSUP);
-	CHECK_ERR(pthread_mutex_trylock(&m), ENOTSUP);
+	CHECK_ERR(pthread_mutex_lock(&m), 0);
+	CHECK_EQ(m.__data.__lock, gettid_());
+	CHECK_ERR(pthread_mutex_unlock(&m), 0);
+	CHECK_EQ(m.__data.__lock, 0);
+	CHECK_ERR(pthread_mutex_trylock(&m), 0);
+	CHECK_ERR(pthread_mutex_unlock(&m), 0);
+	CHECK_ERR(pthread_mutex_unlock(&m), EPERM);
 	memset(&m, 0, sizeof m);
 	CHECK_ERR(pthread_mutex_consistent(&m), EINVAL);
 	CHECK_ERR(pthread_mutex_getprioceiling(&m, &v), EINVAL);

@@ -824,6 +824,11 @@ void host_robust_list_register(char *tcb)
 	sys_set_robust_list(tcb + L.robust_head, 24);
 }
 
+struct host_robust_head *host_robust_head(void)
+{
+	return (struct host_robust_head *)(tp() + L.robust_head);
+}
+
 void host_thread_begin(char *tcb)
 {
 	/* P7: sched_getcpu and rseq users read the area at __rseq_offset. */

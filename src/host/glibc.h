@@ -95,6 +95,23 @@ extern uintptr_t host_libc_text_lo, host_libc_text_hi;
    the kernel (host_thread_begin does it for every weft thread). */
 void host_robust_list_register(char *tcb);
 
+/* The calling thread's robust list head, glibc's struct
+   robust_list_head in its TCB (registered with the kernel for every
+   thread, weft's or glibc's), so that a robust mutex locked through
+   weft and one locked through glibc in the same thread share one list.
+   `list` points at the first entry's `next` slot (a mutex's
+   __list.__next), or at the head itself when empty, bit 0 marking a PI
+   mutex.  glibc lays the head out as the `next` slot of a list node:
+   the word before it (glibc's robust_prev) is that node's `prev`, so
+   the first entry's `prev` link can be updated the same way whether the
+   entry before it is a mutex or the head. */
+struct host_robust_head {
+	void *list;
+	long futex_offset;
+	void *list_op_pending;
+};
+struct host_robust_head *host_robust_head(void);
+
 /* In the new thread, before any user code. */
 void host_thread_begin(char *tcb);
 /* Runs fn(arg) above a bottom unwind buffer, so that pthread_exit and

@@ -53,3 +53,15 @@ long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,
 		return op;
 	return sys_call6(SYS_futex, addr, op, expect, abstime, NULL, bits);
 }
+
+long futex_lock_pi(volatile int *addr, clockid_t clock,
+		   const struct timespec *abstime, int priv)
+{
+	int op = FUTEX_LOCK_PI | priv;
+	long r;
+
+	if (abstime && clock != CLOCK_REALTIME)
+		op = FUTEX_LOCK_PI2 | priv; /* monotonic deadline */
+	r = sys_call4(SYS_futex, addr, op, 0, abstime);
+	return r == -ENOSYS ? -EINVAL : r;
+}

@@ -78,4 +78,30 @@ static inline long futex_cmp_requeue(volatile int *addr, int nwake, int nmove,
 			 (long)nmove, addr2, expect);
 }
 
+/* Priority-inheritance futexes.  The word holds the owner's tid (and
+   FUTEX_WAITERS / FUTEX_OWNER_DIED); once the word is contended the
+   kernel owns the queue and boosts the owner, so a PI word must never
+   see plain FUTEX_WAIT/WAKE.  futex_lock_pi sleeps until the kernel has
+   made the caller the owner, or the absolute deadline on `clock` passes
+   (FUTEX_LOCK_PI takes CLOCK_REALTIME deadlines only; CLOCK_MONOTONIC
+   ones need FUTEX_LOCK_PI2, Linux 5.14, and give -EINVAL without it, as
+   under glibc).  0 or -ETIMEDOUT, -EDEADLK (the caller owns it), -ESRCH
+   (the owner is gone), -EAGAIN (the owner is exiting), -EINVAL. */
+long futex_lock_pi(volatile int *addr, clockid_t clock,
+		   const struct timespec *abstime, int priv);
+
+/* Gives a PI word to its first waiter (or frees it); the kernel reads
+   and writes the word, the caller no longer touches it. */
+static inline long futex_unlock_pi(volatile int *addr, int priv)
+{
+	return sys_call2(SYS_futex, addr, FUTEX_UNLOCK_PI | priv);
+}
+
+/* The kernel's side of a trylock, for a word that is not simply 0 (a
+   dead owner's): 0, or -EAGAIN when someone else holds it. */
+static inline long futex_trylock_pi(volatile int *addr, int priv)
+{
+	return sys_call2(SYS_futex, addr, FUTEX_TRYLOCK_PI | priv);
+}
+
 #endif

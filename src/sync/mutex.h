@@ -7,7 +7,8 @@
      8  owner    tid of the holder, for every type; 0 when free
     12  nusers   private mutexes: number of waiters asleep on the lock
                  word (decides whether a newcomer spins and whether the
-                 word keeps LW_SLEEPERS); process-shared: glibc's, untouched
+                 word keeps LW_SLEEPERS); process-shared: glibc's, untouched;
+                 robust/PI: glibc's user count (mutex_tid.c)
     16  kind     glibc's encoding: type in bits 0-1, robust 16, PI 32,
                  PP 64, process-shared 128 (a PP mutex's ceiling is in
                  the lock word, bits 19-30: mutex_pp.c)
@@ -15,7 +16,8 @@
                  the one starving waiter asking for a direct hand-off
     24  list     private mutexes: the condvar wake-ups deferred to the
                  release (first node, and the pid that deferred them);
-                 glibc's robust list links otherwise, untouched
+                 glibc's robust list links otherwise (used by robust
+                 mutexes, docs/mutex-robust-pi.md)
 
    Process-shared lock word: glibc's 0 free, 1 held, 2 held and maybe
    sleepers, so a plain glibc process can share the mutex.  Private lock
