@@ -167,4 +167,24 @@ static inline pid_t spawn_glibc_peer(char *const args[])
 	return pid;
 }
 
+/* spawn_glibc_peer for the usual shape of a peer's arguments: a role
+   word, the shared memory's descriptor and, unless it is negative, a
+   count.  Fails the test when the peer cannot be started. */
+static inline pid_t spawn_glibc_peer_for(const char *role, int fd, long n)
+{
+	char fdarg[16], narg[32];
+	char *args[] = {(char *)role, fdarg, n >= 0 ? narg : NULL, NULL};
+	pid_t pid;
+
+	snprintf(fdarg, sizeof fdarg, "%d", fd);
+	snprintf(narg, sizeof narg, "%ld", n);
+	pid = spawn_glibc_peer(args);
+	if (pid <= 0) {
+		fprintf(stderr, "FAIL: glibc peer (the preload build of this "
+			"test): expected to start it, got %s\n", strerror(errno));
+		exit(1);
+	}
+	return pid;
+}
+
 #endif

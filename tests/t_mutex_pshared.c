@@ -112,15 +112,7 @@ static int peer(int fd, long n)
 
 static pid_t run_peer(int fd, long n)
 {
-	char fdarg[16], narg[32];
-	char *args[] = {"peer", fdarg, narg, NULL};
-	pid_t pid;
-
-	snprintf(fdarg, sizeof fdarg, "%d", fd);
-	snprintf(narg, sizeof narg, "%ld", n);
-	pid = spawn_glibc_peer(args);
-	REQUIRE(pid > 0, "glibc peer (the preload build): %s", strerror(errno));
-	return pid;
+	return spawn_glibc_peer_for("peer", fd, n);
 }
 
 static void test_interop(struct shm *s, int fd)

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "child.h"
 #include "tid_common.h"
 
 extern char **environ;
@@ -378,35 +379,17 @@ static int peer(const char *role, int fd)
 	return 0;
 }
 
+/* argv: {exe, "peer", role, fd}. */
 static pid_t run_peer(const char *role, int fd)
 {
-	char exe[4096], *p, fdarg[16];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char fdarg[16];
+	char *args[] = {"peer", (char *)role, fdarg, NULL};
 	pid_t pid;
 
-	REQUIRE(len > 0, "readlink /proc/self/exe");
-	exe[len] = 0;
-	p = strstr(exe, "/linked/");
-	if (p) { /* .../linked/NAME -> .../preload/NAME */
-		char tail[4096];
-		snprintf(tail, sizeof tail, "%s", p + 8);
-		snprintf(p, sizeof exe - (size_t)(p - exe), "/preload/%s", tail);
-	}
-	REQUIRE(access(exe, X_OK) == 0, "glibc peer: expected the preload build "
-		"at %s, got %s", exe, strerror(errno));
 	snprintf(fdarg, sizeof fdarg, "%d", fd);
-	pid = fork();
-	if (pid == 0) {
-		char *env[256];
-		int k = 0;
-		for (char **e = environ; *e && k < 255; e++)
-			if (strncmp(*e, "LD_PRELOAD=", 11))
-				env[k++] = *e;
-		env[k] = NULL;
-		char *argv[] = {exe, "peer", (char *)role, fdarg, NULL};
-		execve(exe, argv, env);
-		_exit(127);
-	}
+	pid = spawn_glibc_peer(args);
+	REQUIRE(pid > 0, "glibc peer: expected the preload build of this test "
+		"to start, got %s", strerror(errno));
 	return pid;
 }
 
