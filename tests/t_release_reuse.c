@@ -45,16 +45,14 @@
    ticket counter at 0, `out`, whose count lets pthread_barrier_destroy
    return, at 16; once: the word, WAITERS bit 4).
 
-   Iterations: 3,000 per (case, mode), not 20,000 (WEFT_REUSE_ITERS
-   overrides; WEFT_REUSE_ONLY=text runs only the cases whose name
-   contains it).  An iteration takes 0.3 to 0.45 ms on the loaded 2-core
-   VM: 4,000 per pair took 58 s linked and 76 s preloaded for the 44
-   (case, mode) pairs, so 3,000 keep a mode under about a minute; 20,000
-   would take five.  Fewer suffice because the catch does not rely on
-   luck: every third iteration is a "stopped" one, and a library that
-   touches the object after its release store fails at the first of them
-   (the library at df4be32: rwlock at iteration 1, semaphore at the
-   first stopped iteration in munmap mode). */
+   Iterations: 20,000 per (case, mode) (WEFT_REUSE_ITERS overrides;
+   WEFT_REUSE_ONLY=text runs only the cases whose name contains it).  An
+   iteration takes about 0.1 ms on a quiet 2-core VM (3,000 per pair took
+   15.5 s for the 44 (case, mode) pairs), 0.3 to 0.45 ms under load.  The
+   catch does not rely on luck: every third iteration is a "stopped" one,
+   and a library that touches the object after its release store fails
+   at the first of them (the library at df4be32: rwlock at iteration 1,
+   semaphore at the first stopped iteration in munmap mode). */
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <semaphore.h>
@@ -656,7 +654,7 @@ static int run_case(unsigned iters)
 
 int main(void)
 {
-	unsigned iters = reuse_iters(3000);
+	unsigned iters = reuse_iters(20000);
 	/* WEFT_REUSE_ONLY=text: only the cases whose name contains it. */
 	const char *only = getenv("WEFT_REUSE_ONLY");
 	pthread_t rel, hlp;
