@@ -24,6 +24,9 @@ grep -q "$want_version" "$tmp/info" || fail "weft info: version $want_version no
 grep -qi "glibc.*$want_glibc" "$tmp/info" || fail "weft info: glibc version $want_glibc not shown"
 grep -qx 'host: ok' "$tmp/info" || fail "weft info: no line 'host: ok'"
 grep -q 'WEFT_STACK_CACHE' "$tmp/info" || fail "weft info: tunable WEFT_STACK_CACHE not listed"
+for k in 'robust:' 'priority inheritance:' 'priority protect:'; do
+	grep -q "^  $k" "$tmp/info" || fail "weft info: mutex kind '$k' not described"
+done
 if [ $fails -ne 0 ]; then echo "--- weft info printed:"; cat "$tmp/info"; fi
 
 # weft run: the program is served by weft

@@ -46,6 +46,34 @@ WEFT_EXPORT int weft_get_stats(struct weft_stats *s)
 	return 0;
 }
 
+/* What each kind of mutex costs and guarantees (docs/sync.md,
+   docs/mutex-robust-pi.md, docs/mutex-pp.md). */
+static void print_mutex_kinds(int fd)
+{
+	static const char *const kinds[] = {
+		"normal, recursive, error-checking, adaptive (private): one CAS to "
+		"lock and one to unlock; spins only while nobody sleeps; a waiter "
+		"starving for 1 ms is handed the mutex; condvar wake-ups wait for "
+		"the release",
+		"process-shared: glibc's 0/1/2 word, shared with plain glibc "
+		"processes; no hand-off",
+		"robust: glibc's tid word and robust list (registered at birth); "
+		"EOWNERDEAD when the holder dies, thread or process; always "
+		"process-shared, as glibc",
+		"priority inheritance: one CAS each way uncontended; contended, the "
+		"kernel's FUTEX_LOCK_PI boosts the holder to its top waiter",
+		"priority protect: the ceiling in glibc's place; a "
+		"sched_setscheduler only when the highest held ceiling changes; "
+		"EINVAL above the ceiling",
+		"condvar waits with PI mutexes release and retake the mutex (no "
+		"requeue-PI yet)",
+	};
+
+	dprintf(fd, "mutex kinds:\n");
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		dprintf(fd, "  %s\n", kinds[i]);
+}
+
 WEFT_EXPORT void weft_print_info(int fd)
 {
 	int active = weft_serving();
@@ -82,6 +110,7 @@ WEFT_EXPORT void weft_print_info(int fd)
 		    "default %lu)\n",
 		weft_tunables.stats_top, WEFT_STATS_TOP_DEFAULT);
 	dprintf(fd, "default stack size: %zu\n", stack_default_size());
+	print_mutex_kinds(fd);
 }
 
 WEFT_EXPORT size_t confstr(int name, char *buf, size_t len)
