@@ -21,16 +21,6 @@ static int wait_op(clockid_t clock, const struct timespec *abstime, int priv)
 	return op;
 }
 
-long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
-		      const struct timespec *abstime, int priv)
-{
-	int op = wait_op(clock, abstime, priv);
-
-	if (op < 0)
-		return op;
-	return sys_call6(SYS_futex, addr, op, expect, abstime, NULL,
-			 FUTEX_BITSET_MATCH_ANY);
-}
 
 long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
 			 const struct timespec *abstime, int priv)
@@ -52,6 +42,13 @@ long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,
 	if (op < 0)
 		return op;
 	return sys_call6(SYS_futex, addr, op, expect, abstime, NULL, bits);
+}
+
+long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
+		      const struct timespec *abstime, int priv)
+{
+	return futex_wait_bits_until(addr, expect, FUTEX_BITSET_MATCH_ANY,
+				     clock, abstime, priv);
 }
 
 long futex_lock_pi(volatile int *addr, clockid_t clock,

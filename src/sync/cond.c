@@ -8,12 +8,12 @@
    Nobody is woken into a held mutex.  When the signaller holds the
    waiter's mutex, the picked waiters are hung in the mutex and woken by
    whoever releases it next (FreeBSD libthr's deferred wake-up, kept in
-   the mutex rather than the thread; no system call until then).  A broadcast's waiters
-   form a chain: only the first is woken; it takes the rest over and
-   wakes the next when it releases the mutex in turn, so one waiter at a
-   time runs and none wakes just to block on the mutex (the wait
-   morphing that requeueing gives, without the broadcaster making a
-   system call per waiter).
+   the mutex rather than the thread; no system call until then).  A
+   broadcast's waiters form a chain: only the first is woken; it takes
+   the rest over and wakes the next when it releases the mutex in turn,
+   so one waiter at a time runs and none wakes just to block on the
+   mutex (the wait morphing that requeueing gives, without the
+   broadcaster making a system call per waiter).
 
    Process-shared: nodes on stacks cannot be reached from another
    process, so waiters sleep on one sequence word; signal and broadcast
