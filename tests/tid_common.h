@@ -21,7 +21,7 @@ struct other {
 	int res;
 };
 
-static void *other_main(void *p)
+static inline void *other_main(void *p)
 {
 	struct other *o = p;
 
@@ -119,7 +119,7 @@ struct holder {
 	int *go;
 };
 
-static void *hold_until_go(void *p)
+static inline void *hold_until_go(void *p)
 {
 	struct holder *h = p;
 
@@ -132,7 +132,7 @@ static void *hold_until_go(void *p)
 	return NULL; /* dies holding it */
 }
 
-static void *lock_it(void *p)
+static inline void *lock_it(void *p)
 {
 	struct holder *h = p;
 
@@ -156,7 +156,7 @@ struct cw {
 	int ready, tid, res, pred;
 };
 
-static void *cond_waiter(void *p)
+static inline void *cond_waiter(void *p)
 {
 	struct cw *w = p;
 
@@ -173,7 +173,7 @@ static void *cond_waiter(void *p)
 	return NULL;
 }
 
-static void *signal_and_die(void *p)
+static inline void *signal_and_die(void *p)
 {
 	struct cw *w = p;
 
@@ -222,7 +222,7 @@ static inline void cond_rounds(pthread_mutex_t *m, int pshared, int robust,
 
 /* A lost wake-up or a missing EOWNERDEAD would block for ever: the test
    reports it within its time bound instead. */
-static void watchdog(int sig)
+static inline void watchdog(int sig)
 {
 	static const char msg[] = "FAIL: watchdog: expected the test to end "
 				  "within 25 s, got a hang\n";

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/rt_hint.h"
 #include "../core/spin_policy.h"
 #include "../host/attr_layout.h"
 #include "../host/sched_cache.h"
@@ -148,6 +149,8 @@ WEFT_EXPORT int pthread_setschedparam(pthread_t th, int policy,
 		return x.err;
 	if (r == GLIBC) {
 		err = host_real.pthread_setschedparam(x.glibc, policy, p);
+		if (err == 0)
+			rt_hint_note(policy, 0);
 		if (err == 0 && weft_serving())
 			pp_sched_note((char *)x.glibc, policy, p->sched_priority);
 		return err;
@@ -157,8 +160,10 @@ WEFT_EXPORT int pthread_setschedparam(pthread_t th, int policy,
 	/* The kernel checks the policy, the priority's range for it, and
 	   the caller's rights (EPERM); `p` is declared non-null. */
 	err = pp_sched_set((char *)x.glibc, tid, policy, p->sched_priority);
-	if (err == 0)
+	if (err == 0) {
+		rt_hint_note(policy, 0);
 		host_sched_cache_store((char *)x.glibc, policy, p->sched_priority);
+	}
 	thread_unpin(x.t, &pin);
 	return err;
 }
@@ -216,6 +221,8 @@ WEFT_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 		return x.err;
 	if (r == GLIBC) {
 		err = host_real.pthread_setschedprio(x.glibc, prio);
+		if (err == 0)
+			rt_hint_note(-1, prio);
 		if (err == 0 && weft_serving())
 			pp_sched_note((char *)x.glibc, -1, prio);
 		return err;
@@ -223,8 +230,10 @@ WEFT_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	err = pp_sched_set((char *)x.glibc, tid, -1, prio);
-	if (err == 0)
+	if (err == 0) {
+		rt_hint_note(-1, prio);
 		host_sched_cache_store((char *)x.glibc, -1, prio);
+	}
 	thread_unpin(x.t, &pin);
 	return err;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt_hint.h"
 #include "../host/attr_layout.h"
 #include "../host/glibc.h"
 #include "../kernel/clone.h"
@@ -195,6 +196,7 @@ static int apply_setup(int tid, const struct start_setup *s)
 		r = sys_call3(SYS_sched_setscheduler, tid, s->policy, &s->param);
 		if (r < 0)
 			return (int)-r;
+		rt_hint_note(s->policy, 0);
 	}
 	return 0;
 }

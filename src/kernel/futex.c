@@ -2,11 +2,13 @@
 #include "futex.h"
 #include "syscall_cp.h"
 
-/* The FUTEX_WAIT_BITSET operation for an absolute deadline on `clock`;
-   -EINVAL or -ETIMEDOUT when no wait is needed. */
-static int wait_op(clockid_t clock, const struct timespec *abstime, int priv)
+/* The waiting operation `base` (FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI)
+   for an absolute deadline on `clock`; -EINVAL or -ETIMEDOUT when no
+   wait is needed. */
+static int wait_op(int base, clockid_t clock, const struct timespec *abstime,
+		   int priv)
 {
-	int op = FUTEX_WAIT_BITSET | priv;
+	int op = base | priv;
 
 	if (abstime) {
 		if (clock == CLOCK_REALTIME)
@@ -25,7 +27,7 @@ static int wait_op(clockid_t clock, const struct timespec *abstime, int priv)
 long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
 			 const struct timespec *abstime, int priv)
 {
-	int op = wait_op(clock, abstime, priv);
+	int op = wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
 
 	if (op < 0)
 		return op;
@@ -37,7 +39,7 @@ long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,
 			   clockid_t clock, const struct timespec *abstime,
 			   int priv)
 {
-	int op = wait_op(clock, abstime, priv);
+	int op = wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
 
 	if (op < 0)
 		return op;
@@ -61,4 +63,15 @@ long futex_lock_pi(volatile int *addr, clockid_t clock,
 		op = FUTEX_LOCK_PI2 | priv; /* monotonic deadline */
 	r = sys_call4(SYS_futex, addr, op, 0, abstime);
 	return r == -ENOSYS ? -EINVAL : r;
+}
+
+long futex_wait_requeue_pi_cp(volatile int *addr, int expect, clockid_t clock,
+			      const struct timespec *abstime,
+			      volatile int *mutex, int priv)
+{
+	int op = wait_op(FUTEX_WAIT_REQUEUE_PI, clock, abstime, priv);
+
+	if (op < 0)
+		return op;
+	return sys_cp5(SYS_futex, addr, op, expect, abstime, mutex);
 }

@@ -104,4 +104,39 @@ static inline long futex_trylock_pi(volatile int *addr, int priv)
 	return sys_call2(SYS_futex, addr, FUTEX_TRYLOCK_PI | priv);
 }
 
+/* Requeue-PI: a condition variable's waiter sleeps on its own word
+   (`addr`, while it equals `expect`) naming the PI mutex it will need
+   (`mutex`); a signaller's futex_cmp_requeue_pi then either gives it the
+   mutex at once (the mutex was free: the waiter returns 0 as its owner)
+   or queues it on the mutex as a PI waiter, boosting the mutex's owner,
+   without waking it.  Returns 0 (the caller owns the mutex), -EAGAIN
+   (the word had changed, or the wait was interrupted after the requeue:
+   the caller does not own the mutex), -ETIMEDOUT (it does not own it
+   either, requeued or not), -EINVAL.  A cancellation point.  The
+   deadline is absolute on CLOCK_MONOTONIC or CLOCK_REALTIME.  Both
+   calls must use the same private/shared flag (the kernel keys the two
+   words with it). */
+long futex_wait_requeue_pi_cp(volatile int *addr, int expect, clockid_t clock,
+			      const struct timespec *abstime,
+			      volatile int *mutex, int priv);
+
+/* The same wait without deadline, not a cancellation point. */
+static inline long futex_wait_requeue_pi(volatile int *addr, int expect,
+					 volatile int *mutex, int priv)
+{
+	return sys_call5(SYS_futex, addr, FUTEX_WAIT_REQUEUE_PI | priv, expect,
+			 NULL, mutex);
+}
+
+/* Moves the one waiter of `addr` (if *addr still equals `expect`) onto
+   the PI mutex word `mutex`: 1 or more when it was woken or queued, 0
+   when nobody slept there, -EAGAIN when *addr differs, -EINVAL when the
+   waiter named another mutex or the mutex word is invalid. */
+static inline long futex_cmp_requeue_pi(volatile int *addr, volatile int *mutex,
+					int expect, int priv)
+{
+	return sys_call6(SYS_futex, addr, FUTEX_CMP_REQUEUE_PI | priv, 1, 0L,
+			 mutex, expect);
+}
+
 #endif

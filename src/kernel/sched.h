@@ -23,6 +23,20 @@ static inline long sys_sched_getscheduler(int tid)
 	return sys_call1(SYS_sched_getscheduler, tid);
 }
 
+/* The first version of the kernel's struct sched_attr (48 bytes). */
+struct sched_attr_v0 {
+	unsigned size, sched_policy;
+	unsigned long long sched_flags;
+	int sched_nice;
+	unsigned sched_priority;
+	unsigned long long sched_runtime, sched_deadline, sched_period;
+};
+
+static inline long sys_sched_getattr(int tid, struct sched_attr_v0 *a)
+{
+	return sys_call4(SYS_sched_getattr, tid, a, sizeof *a, 0);
+}
+
 static inline long sys_sched_setparam(int tid, const struct sched_param *p)
 {
 	return sys_call2(SYS_sched_setparam, tid, p);

@@ -15,25 +15,45 @@
    mutex (the wait morphing that requeueing gives, without the
    broadcaster making a system call per waiter).
 
+   A wait on a priority-inheritance mutex is PI-aware: the waiter sleeps
+   with FUTEX_WAIT_REQUEUE_PI on its node's word, and signal/broadcast
+   move it onto the mutex with FUTEX_CMP_REQUEUE_PI: the kernel hands it
+   the mutex if free, else queues it there by priority and boosts the
+   holder.  No deferred chain is needed: nobody wakes into a held mutex.
+
+   The list is kept in priority order (real-time waiters first, highest
+   first, arrival order within a priority; core/rt_hint.h), so signal
+   picks the highest-priority waiter and broadcast releases them in
+   that order.
+
    Process-shared: nodes on stacks cannot be reached from another
    process, so waiters sleep on one sequence word; signal and broadcast
    both advance it and wake every sleeper (spurious wake-ups, never a
-   lost one). */
+   lost one).  Their wake-ups are not PI-aware (docs/sync.md). */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include "../core/cancel.h"
+#include "../core/rt_hint.h"
 #include "cond.h"
+#include "mutex_kinds.h"
 #include "../core/thread.h"
 
-/* A waiter node's state, its futex word. */
+/* A waiter node's state, its futex word: the low bits below, and, for
+   a requeue-PI waiter, a ticket above them (see pi_ticket). */
 enum {
 	CN_WAITING = 0,	  /* linked, asleep or about to be */
 	CN_SIGNALLED = 1, /* picked by pthread_cond_signal */
 	CN_BROADCAST = 2, /* picked by pthread_cond_broadcast */
-	CN_CLAIMED = 3,	  /* picked, waking deferred: wait for `kind` */
+	CN_CLAIMED = 3,	  /* picked; ordinary waiter: waking deferred, wait
+			     for `kind`; requeue-PI waiter: final */
 	CN_LEAVING = 4,	  /* timed out or cancelled, unlinks itself */
+	CN_DEFERRED = 5,  /* requeue-PI waiter picked by the mutex's holder:
+			     requeued when it releases the mutex; may not
+			     leave meanwhile */
 };
+#define CN_STATE 7
+#define CN_TICKET_ONE 8
 
 struct cnode {
 	struct cnode *prev, *next; /* list links, under the internal lock */
@@ -45,6 +65,18 @@ struct cnode {
 	char *tcb;		   /* the waiter's thread, see cond_signal */
 	int state;
 	int kind;		   /* CN_SIGNALLED or CN_BROADCAST once picked */
+	int prio;		   /* queue order: rt_hint_self_priority() */
+	int pi_flag;		   /* requeue-PI waiter: the futex flag; else -1 */
+};
+
+/* What a signaller needs to requeue a claimed PI waiter, copied from
+   its node before the claim: once claimed, the waiter may return and
+   its node be gone. */
+struct requeue {
+	int *word;
+	int *mutex_word;
+	int expect;
+	int flag;
 };
 
 /* The waiter's context, for the cleanup run when cancellation unwinds
@@ -61,6 +93,45 @@ static int cas_state(int *p, int expect, int val)
 {
 	return __atomic_compare_exchange_n(p, &expect, val, 0, __ATOMIC_ACQ_REL,
 					   __ATOMIC_ACQUIRE);
+}
+
+static int state_of(const struct cnode *n)
+{
+	return __atomic_load_n(&n->state, __ATOMIC_ACQUIRE) & CN_STATE;
+}
+
+/* The waiter gives up (timeout, cancellation): WAITING -> LEAVING, its
+   ticket kept; fails once a signaller has claimed it. */
+static int try_leave(struct cnode *n)
+{
+	int v = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE);
+
+	return (v & CN_STATE) == CN_WAITING &&
+	       cas_state(&n->state, v, (v & ~CN_STATE) | CN_LEAVING);
+}
+
+static void requeue_data(struct cnode *n, int ticket, struct requeue *rq)
+{
+	rq->word = &n->state;
+	rq->mutex_word = &n->mutex->lock;
+	rq->flag = n->pi_flag;
+	rq->expect = ticket | CN_CLAIMED;
+}
+
+/* A signaller picks a linked node (under the internal lock): WAITING ->
+   `to` (CLAIMED or DEFERRED), with `kind` published by the same step.
+   A requeue-PI waiter's requeue data is copied to *rq first (rq NULL:
+   not needed). */
+static int claim(struct cnode *n, int kind, int to, struct requeue *rq)
+{
+	int v = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE);
+
+	if ((v & CN_STATE) != CN_WAITING)
+		return 0; /* LEAVING: it unlinks itself */
+	if (rq)
+		requeue_data(n, v & ~CN_STATE, rq);
+	n->kind = kind;
+	return cas_state(&n->state, v, (v & ~CN_STATE) | to);
 }
 
 static int clock_of(const struct wcond *c)
@@ -80,15 +151,25 @@ static int list_foreign(const struct wcond *c)
 	return c->head && c->pid != weft_self_pid();
 }
 
-static void list_append(struct wcond *c, struct cnode *n)
+/* Links a node behind every waiter of its priority or higher: arrival
+   order within a priority.  A waiter with no real-time priority goes to
+   the tail at once. */
+static void list_insert(struct wcond *c, struct cnode *n)
 {
-	n->next = NULL;
-	n->prev = c->tail;
-	if (c->tail)
-		c->tail->next = n;
+	struct cnode *after = c->tail;
+
+	while (after && after->prio < n->prio)
+		after = after->prev;
+	n->prev = after;
+	n->next = after ? after->next : c->head;
+	if (n->next)
+		n->next->prev = n;
+	else
+		c->tail = n;
+	if (after)
+		after->next = n;
 	else
 		__atomic_store_n(&c->head, n, __ATOMIC_RELAXED);
-	c->tail = n;
 }
 
 /* Unlinks the node that sat between prev and next (its own fields may
@@ -190,6 +271,156 @@ static void pass_chain(struct cnode *head, struct cnode *tail)
 		cond_release_chain(head);
 }
 
+/* ----------------------------------------------------------- requeue-PI
+
+   A waiter on a PI mutex sleeps in FUTEX_WAIT_REQUEUE_PI on its node's
+   word.  The signaller claims it under the internal lock (WAITING ->
+   CLAIMED, which is the signal: a waiter that sees CLAIMED was
+   signalled, whatever the kernel said) and then, without the lock,
+   asks the kernel to move it onto the mutex.  The waiter may leave
+   between the two (it was not asleep yet, or timed out, or a signal
+   handler interrupted it): the requeue then finds nobody or a word that
+   moved on, and is harmless.  Harmless also when the node is gone and
+   its stack reused: the kernel compares the word with `expect` first,
+   and each wait's ticket makes a stale match need 2^29 PI waits in the
+   meantime. */
+
+static int pi_ticket(void)
+{
+	static unsigned next;
+
+	return (int)(__atomic_add_fetch(&next, CN_TICKET_ONE, __ATOMIC_RELAXED) &
+		     ~(unsigned)CN_STATE);
+}
+
+/* Moves a claimed waiter onto its mutex (or gives it the mutex, if
+   free).  Any refusal leaves the waiter to find CLAIMED itself: the
+   kernel refuses only when the waiter is not asleep on the word (it
+   will see CLAIMED when it returns or tries to sleep), or when the
+   mutex word is corrupt (its owner gone without robustness: the waiter
+   stays blocked, as a lock of that mutex would). */
+static void requeue(const struct requeue *rq)
+{
+	futex_cmp_requeue_pi(rq->word, rq->mutex_word, rq->expect, rq->flag);
+}
+
+/* Deferred requeues.  A signaller holding the PI mutex could requeue
+   the waiter at once: the waiter would boost it, but the unlock then
+   makes the waiter only the pending owner, which any thread of higher
+   priority than the waiter takes the mutex from before the waiter runs
+   (the kernel's rt-mutex lock stealing): a signaller that needs the
+   mutex again after the waiter's critical section would wait on, with
+   no one boosted (bench/RESULTS.md, the inversion rows).  So a waiter
+   of no higher priority than the signaller is requeued when the
+   signaller releases the mutex: the mutex is free then, and the kernel
+   makes the waiter its owner before it runs.  A waiter of higher
+   priority is requeued at once, to boost the holder.  Robust mutexes
+   are always requeued at once (their holder may die holding them).
+
+   DEFERRED waiters wait in the releasing thread's list, in the order
+   they were picked; they cannot leave until requeued, so their nodes
+   stay valid there. */
+__thread struct cnode *weft_cond_deferred_pi
+	__attribute__((tls_model("initial-exec")));
+
+static void defer_requeue(struct cnode *n)
+{
+	struct cnode **p = &weft_cond_deferred_pi;
+
+	n->bnext = NULL;
+	while (*p)
+		p = &(*p)->bnext;
+	*p = n;
+}
+
+void cond_requeue_deferred(struct wmutex *m)
+{
+	struct cnode **p = &weft_cond_deferred_pi, *n;
+
+	while ((n = *p)) {
+		struct requeue rq;
+		int v;
+
+		if (n->mutex != m) {
+			p = &n->bnext;
+			continue;
+		}
+		*p = n->bnext;
+		v = __atomic_load_n(&n->state, __ATOMIC_RELAXED);
+		requeue_data(n, v & ~CN_STATE, &rq);
+		/* From here the waiter may leave: only rq. */
+		__atomic_store_n(&n->state, rq.expect, __ATOMIC_RELEASE);
+		requeue(&rq);
+	}
+}
+
+/* Whether a PI waiter picked by the caller waits for its release.
+   `self_prio` is computed once per signal (-1: not yet). */
+static int defer_pi(struct cnode *n, int *self_prio)
+{
+	if (!tidmutex_requeue_deferrable(n->mutex))
+		return 0;
+	if (*self_prio < 0)
+		*self_prio = rt_hint_self_priority();
+	return n->prio <= *self_prio;
+}
+
+/* How a requeue-PI wait ended. */
+enum { PI_OWNER, PI_SIGNALLED, PI_TIMEDOUT, PI_SPURIOUS };
+
+static int owns(const struct wmutex *m)
+{
+	return (__atomic_load_n(&m->lock, __ATOMIC_RELAXED) & FUTEX_TID_MASK) ==
+	       host_self_tid();
+}
+
+/* Picked, requeue deferred to the mutex's release: sleep again until
+   then, without deadline or cancellation (the signal has been taken). */
+static int pi_sleep_deferred(struct cnode *n, struct wmutex *m)
+{
+	int v;
+
+	while (((v = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) &
+		CN_STATE) == CN_DEFERRED) {
+		long k = futex_wait_requeue_pi(&n->state, v, &m->lock,
+					       n->pi_flag);
+		if (k == 0 && owns(m))
+			return PI_OWNER;
+	}
+	return PI_SIGNALLED;
+}
+
+static int pi_sleep(struct wait_ctx *x, int clock,
+		    const struct timespec *abstime)
+{
+	struct cnode *n = &x->node;
+	struct wmutex *m = x->m;
+	int expect = n->state; /* our ticket, WAITING */
+
+	for (;;) {
+		long k = futex_wait_requeue_pi_cp(&n->state, expect, clock,
+						  abstime, &m->lock,
+						  n->pi_flag);
+		/* 0: the kernel made us the owner (checked: a word we do
+		   not own would be taken again the ordinary way). */
+		if (k == 0 && owns(m))
+			return PI_OWNER;
+		if (state_of(n) == CN_DEFERRED)
+			return pi_sleep_deferred(n, m);
+		if (state_of(n) == CN_CLAIMED)
+			return PI_SIGNALLED;
+		if (k == -EAGAIN || k == -EINTR || k == 0)
+			continue; /* spurious: still waiting */
+		/* Timed out, or the kernel refused the wait (-EINVAL: a
+		   spurious wake-up then, POSIX allows them). */
+		if (try_leave(n)) {
+			unlink_self(x->c, n);
+			return k == -ETIMEDOUT ? PI_TIMEDOUT : PI_SPURIOUS;
+		}
+		return PI_SIGNALLED; /* claimed meanwhile */
+	}
+}
+
 /* ----------------------------------------------- process-shared design */
 
 static int shared_signal(struct wcond *c)
@@ -257,12 +488,23 @@ static int node_sleep(struct wait_ctx *x, int clock,
 		}
 		long k = futex_wait_until_cp(&n->state, CN_WAITING, clock,
 					     abstime, WEFT_FUTEX_PRIVATE);
-		if (k == -ETIMEDOUT &&
-		    cas_state(&n->state, CN_WAITING, CN_LEAVING)) {
+		if (k == -ETIMEDOUT && try_leave(n)) {
 			unlink_self(x->c, n);
 			return ETIMEDOUT;
 		}
 	}
+}
+
+/* Takes the mutex back the ordinary way, out of a wait that was not
+   handed the mutex by the kernel. */
+static int reacquire(struct wait_ctx *x)
+{
+	if (x->node.pi_flag >= 0) {
+		if (owns(x->m))
+			return tidmutex_requeue_took(x->m, x->depth);
+		tidmutex_requeue_abandon(x->m);
+	}
+	return mutex_reacquire_after_wait(x->m, x->depth, 0);
 }
 
 /* Cancellation unwound the wait: leave the list, or, if a signal got
@@ -275,9 +517,21 @@ static void private_unwound(struct wait_ctx *x)
 
 	if (!x->armed)
 		return;
-	if (cas_state(&n->state, CN_WAITING, CN_LEAVING)) {
+	if (try_leave(n)) {
 		unlink_self(x->c, n);
-		mutex_reacquire_after_wait(x->m, x->depth, 0);
+		reacquire(x);
+		return;
+	}
+	if (n->pi_flag >= 0) {
+		/* Claimed: a signal to pass on (the kernel never both
+		   hands the mutex over and lets the cancellation act). */
+		if (state_of(n) == CN_DEFERRED &&
+		    pi_sleep_deferred(n, x->m) == PI_OWNER)
+			tidmutex_requeue_took(x->m, x->depth);
+		else
+			reacquire(x);
+		if (n->kind == CN_SIGNALLED)
+			cond_signal(x->c);
 		return;
 	}
 	while ((st = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) ==
@@ -287,6 +541,22 @@ static void private_unwound(struct wait_ctx *x)
 	adopt_chain(n);
 	if (st == CN_SIGNALLED)
 		cond_signal(x->c);
+}
+
+/* The requeue-PI wait, from the release of the mutex to its return. */
+static int pi_wait(struct wait_ctx *x, int clock,
+		   const struct timespec *abstime)
+{
+	int how, k;
+
+	tidmutex_requeue_begin(x->m);
+	how = pi_sleep(x, clock, abstime);
+	x->armed = 0;
+	if (how == PI_OWNER)
+		k = tidmutex_requeue_took(x->m, x->depth);
+	else
+		k = reacquire(x);
+	return k ? k : how == PI_TIMEDOUT ? ETIMEDOUT : 0;
 }
 
 static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
@@ -308,8 +578,11 @@ static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 		.c = c, .m = m};
 	x.node.mutex = m;
 	x.node.tcb = arch_thread_pointer();
-	x.node.state = CN_WAITING;
 	x.node.bnext = NULL;
+	x.node.prio = rt_hint_self_priority();
+	x.node.pi_flag = tidmutex_requeue_flag(m);
+	x.node.state = x.node.pi_flag >= 0 ? pi_ticket() | CN_WAITING
+					   : CN_WAITING;
 	weft_lock(&c->lock);
 	if (list_foreign(c)) {
 		/* Joining would link our stack into a list another process
@@ -319,10 +592,12 @@ static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 		return EINVAL;
 	}
 	c->pid = weft_self_pid();
-	list_append(c, &x.node);
+	list_insert(c, &x.node);
 	weft_unlock(&c->lock);
 	x.depth = mutex_release_for_wait(m);
 	x.armed = 1;
+	if (x.node.pi_flag >= 0)
+		return pi_wait(&x, clock, abstime);
 	r = node_sleep(&x, clock, abstime);
 	x.armed = 0;
 	k = mutex_reacquire_after_wait(m, x.depth, 0);
@@ -345,6 +620,8 @@ int cond_wait(struct wcond *c, struct wmutex *m, int clock,
 int cond_signal(struct wcond *c)
 {
 	struct cnode *n, *picked = NULL;
+	struct requeue rq = {0};
+	int pi = 0, defer = 0, self_prio = -1;
 
 	if (c->flags & CF_PSHARED)
 		return shared_signal(c);
@@ -361,16 +638,23 @@ int cond_signal(struct wcond *c)
 			n = next;
 			continue;
 		}
-		if (cas_state(&n->state, CN_WAITING, CN_CLAIMED)) {
+		pi = n->pi_flag >= 0;
+		defer = pi && defer_pi(n, &self_prio);
+		if (claim(n, CN_SIGNALLED, defer ? CN_DEFERRED : CN_CLAIMED,
+			  pi && !defer ? &rq : NULL)) {
 			list_unlink(c, prev, next);
-			n->kind = CN_SIGNALLED;
 			picked = n;
 			break;
 		}
 		n = next; /* LEAVING: it unlinks itself */
 	}
 	weft_unlock(&c->lock);
-	if (picked)
+	/* A claimed PI waiter's node may be gone already: only `rq`. */
+	if (picked && defer)
+		defer_requeue(picked);
+	else if (picked && pi)
+		requeue(&rq);
+	else if (picked)
 		pass_chain(picked, picked);
 	return 0;
 }
@@ -402,22 +686,37 @@ static void release_batch(struct cnode *batch)
 	}
 }
 
-int cond_broadcast(struct wcond *c)
+/* Claims every waiting node, oldest first within a priority: ordinary
+   waiters onto one batch (CLAIMED keeps each on its waiter's stack until
+   its turn to be woken), PI waiters' requeue data into rq[] (at most
+   `max`; *more says some were left for another round).  Under the
+   internal lock. */
+static struct cnode *claim_all(struct wcond *c, struct requeue *rq, int max,
+			       int *nrq, int *more)
 {
 	struct cnode *n, *batch = NULL, *last = NULL;
+	int self_prio = -1;
 
-	if (c->flags & CF_PSHARED)
-		return shared_signal(c);
-	if (!__atomic_load_n(&c->head, __ATOMIC_ACQUIRE))
-		return 0;
-	/* Claim every waiting node under the lock; CLAIMED keeps each on
-	   its waiter's stack until its turn to be woken. */
-	weft_lock(&c->lock);
+	*nrq = 0;
+	*more = 0;
 	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
-		if (cas_state(&n->state, CN_WAITING, CN_CLAIMED)) {
+		if (n->pi_flag >= 0 && defer_pi(n, &self_prio)) {
+			if (claim(n, CN_BROADCAST, CN_DEFERRED, NULL)) {
+				list_unlink(c, prev, next);
+				defer_requeue(n);
+			}
+		} else if (n->pi_flag >= 0) {
+			if (*nrq == max) {
+				*more = 1;
+				break;
+			}
+			if (claim(n, CN_BROADCAST, CN_CLAIMED, &rq[*nrq])) {
+				list_unlink(c, prev, next);
+				++*nrq;
+			}
+		} else if (claim(n, CN_BROADCAST, CN_CLAIMED, NULL)) {
 			list_unlink(c, prev, next);
-			n->kind = CN_BROADCAST;
 			n->bnext = NULL;
 			if (last)
 				last->bnext = n;
@@ -427,10 +726,34 @@ int cond_broadcast(struct wcond *c)
 		}
 		n = next;
 	}
-	weft_unlock(&c->lock);
+	return batch;
+}
 
-	if (batch)
-		release_batch(batch);
+/* PI waiters are requeued one system call each, a few at a time (their
+   nodes cannot be kept; see requeue): a broadcast to more than a round
+   claims the rest in another round, perhaps with waiters that came
+   meanwhile (a spurious wake-up for them, which POSIX allows). */
+#define REQUEUE_ROUND 16
+
+int cond_broadcast(struct wcond *c)
+{
+	struct requeue rq[REQUEUE_ROUND];
+	struct cnode *batch;
+	int nrq, more;
+
+	if (c->flags & CF_PSHARED)
+		return shared_signal(c);
+	do {
+		if (!__atomic_load_n(&c->head, __ATOMIC_ACQUIRE))
+			return 0;
+		weft_lock(&c->lock);
+		batch = claim_all(c, rq, REQUEUE_ROUND, &nrq, &more);
+		weft_unlock(&c->lock);
+		for (int i = 0; i < nrq; i++)
+			requeue(&rq[i]);
+		if (batch)
+			release_batch(batch);
+	} while (more);
 	return 0;
 }
 
@@ -483,8 +806,7 @@ int cond_destroy(struct wcond *c)
 			return EBUSY; /* another process's threads wait */
 		}
 		for (struct cnode *n = c->head; n; n = n->next) {
-			if (__atomic_load_n(&n->state, __ATOMIC_ACQUIRE) ==
-			    CN_LEAVING)
+			if (state_of(n) == CN_LEAVING)
 				leaving = 1;
 			else
 				busy = 1;

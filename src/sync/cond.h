@@ -4,7 +4,8 @@
 
      0  lock     internal lock of the waiter list (private condvars)
      4  flags    CF_PSHARED, CF_MONOTONIC (set by init from the attribute)
-     8  head     waiter list, oldest first: nodes on the waiters' stacks
+     8  head     waiter list by priority, oldest first within one: nodes
+                 on the waiters' stacks
     16  tail
     24  seq      process-shared condvars: the sequence futex word
     28  shared_waiters  process-shared: "someone may sleep on seq"
@@ -53,5 +54,18 @@ int cond_wait(struct wcond *c, struct wmutex *m, int clock,
    mutex's release (mutex.h, mutex_set_deferred); the mutex's release
    calls it after freeing the word.  Touches only the waiters' nodes. */
 void cond_release_chain(struct cnode *head);
+
+/* Requeues the PI condvar waiters whose requeue the caller deferred to
+   its release of `m` (cond.c, "Deferred requeues"); the PI mutex's
+   release calls it after freeing the word. */
+extern __thread struct cnode *weft_cond_deferred_pi
+	__attribute__((tls_model("initial-exec")));
+void cond_requeue_deferred(struct wmutex *m);
+
+static inline void cond_pi_released(struct wmutex *m)
+{
+	if (__builtin_expect(weft_cond_deferred_pi != NULL, 0))
+		cond_requeue_deferred(m);
+}
 
 #endif

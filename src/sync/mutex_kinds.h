@@ -29,6 +29,24 @@ int tidmutex_reacquire_after_wait(struct wmutex *w, unsigned depth);
 int tidmutex_destroy(struct wmutex *w);
 int tidmutex_consistent(struct wmutex *w);
 
+/* Requeue-PI, for a condvar wait on a PI mutex (cond.c): the waiter
+   sleeps so that the signaller moves it onto the mutex word, and the
+   kernel, not tidmutex_lock, makes it the owner.  requeue_flag: the
+   futex flag both sides must use (the mutex's), or -1 when the mutex
+   is not PI.  begin, before the sleep: a robust mutex is named pending
+   on the robust list, so that a death between the kernel's hand-over
+   and took() still marks it.  took: the kernel made the caller the
+   owner; the bookkeeping of a lock (robust list, owner, EOWNERDEAD),
+   the depth restored; what the wait returns.  abandon: the caller
+   was not made the owner and takes the ordinary reacquire path. */
+int tidmutex_requeue_flag(const struct wmutex *w);
+/* Whether a requeue onto `w` may wait for the caller's release of it:
+   a PI mutex, not robust, that the caller holds. */
+int tidmutex_requeue_deferrable(const struct wmutex *w);
+void tidmutex_requeue_begin(struct wmutex *w);
+int tidmutex_requeue_took(struct wmutex *w, unsigned depth);
+void tidmutex_requeue_abandon(struct wmutex *w);
+
 int ppmutex_init(struct wmutex *w, int kind, unsigned attr);
 int ppmutex_lock(struct wmutex *w, clockid_t clock,
 		 const struct timespec *abstime);

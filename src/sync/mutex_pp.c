@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
+#include "../core/rt_hint.h"
 #include "mutex_kinds.h"
 #include "mutex_pp.h"
 #include "../core/lock.h"
@@ -117,6 +118,8 @@ static int apply(struct pp_thread *s, int tid, int old_top)
 	if (p.sched_priority == was)
 		return 0;
 	long r = sys_sched_setscheduler(tid, s->policy, &p);
+	if (r == 0)
+		rt_hint_note(s->policy, p.sched_priority);
 	return r < 0 ? (int)-r : 0;
 }
 

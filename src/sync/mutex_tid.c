@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "mutex_kinds.h"
+#include "cond.h"
 
 /* glibc's __owner values for a robust mutex whose owner died: taken
    but not yet made consistent, and given up on (pthreadP.h). */
@@ -343,6 +344,9 @@ static void release(struct wmutex *w, int next_owner, int users)
 						 __ATOMIC_RELEASE,
 						 __ATOMIC_RELAXED))
 			futex_unlock_pi(&w->lock, flag);
+		/* Condvar waiters this thread picked while holding it
+		   (cond.c): by address only, they go on waiting for it. */
+		cond_pi_released(w);
 	} else if (__atomic_exchange_n(&w->lock, 0, __ATOMIC_RELEASE) &
 		   W_WAITERS) {
 		/* Never WAITERS alone in a free word (glibc BZ 20985). */
@@ -411,6 +415,47 @@ int tidmutex_reacquire_after_wait(struct wmutex *w, unsigned depth)
 {
 	int r = lock_any(w, 0, CLOCK_REALTIME, NULL, 0);
 
+	if ((r == 0 || r == EOWNERDEAD) && depth)
+		w->count = depth;
+	return r;
+}
+
+/* ------------------------------------------------------- requeue-PI */
+
+int tidmutex_requeue_flag(const struct wmutex *w)
+{
+	return is_pi(w) ? futex_flag(w) : -1;
+}
+
+int tidmutex_requeue_deferrable(const struct wmutex *w)
+{
+	return is_pi(w) && !is_robust(w) && held_by(w, host_self_tid());
+}
+
+void tidmutex_requeue_begin(struct wmutex *w)
+{
+	if (is_robust(w))
+		pending_set(host_robust_head(), w);
+}
+
+void tidmutex_requeue_abandon(struct wmutex *w)
+{
+	if (is_robust(w))
+		pending_clear(host_robust_head());
+}
+
+/* The word holds our tid (and maybe FUTEX_WAITERS, FUTEX_OWNER_DIED
+   from a dead previous owner), as after pi_lock's kernel path. */
+int tidmutex_requeue_took(struct wmutex *w, unsigned depth)
+{
+	struct host_robust_head *h = is_robust(w) ? host_robust_head() : NULL;
+	int died = 0, r;
+
+	if (h && (__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & W_DIED)) {
+		__atomic_fetch_and(&w->lock, ~W_DIED, __ATOMIC_RELAXED);
+		died = 1;
+	}
+	r = took(w, h, host_self_tid(), died, 0);
 	if ((r == 0 || r == EOWNERDEAD) && depth)
 		w->count = depth;
 	return r;

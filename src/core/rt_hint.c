@@ -1,0 +1,59 @@
+/* The real-time hint (rt_hint.h). */
+#include <sched.h>
+#include <stdint.h>
+#include "rt_hint.h"
+#include "../kernel/sched.h"
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+
+enum { HINT_UNKNOWN, HINT_OFF, HINT_ON };
+
+static int hint;
+
+static int is_rt_policy(long policy)
+{
+	policy &= ~(long)SCHED_RESET_ON_FORK;
+	return policy == SCHED_FIFO || policy == SCHED_RR ||
+	       policy == SCHED_DEADLINE;
+}
+
+void rt_hint_note(int policy, int prio)
+{
+	if (is_rt_policy(policy) || (policy < 0 && prio > 0))
+		__atomic_store_n(&hint, HINT_ON, __ATOMIC_RELAXED);
+}
+
+/* The first question: the process may have started under a real-time
+   policy (chrt), which its threads inherit.  A note meanwhile wins. */
+static int hint_now(void)
+{
+	int h = __atomic_load_n(&hint, __ATOMIC_RELAXED);
+
+	if (h == HINT_UNKNOWN) {
+		int v = is_rt_policy(sys_sched_getscheduler(0)) ? HINT_ON
+								: HINT_OFF;
+		if (!__atomic_compare_exchange_n(&hint, &h, v, 0,
+						 __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+			return h;
+		h = v;
+	}
+	return h;
+}
+
+int rt_hint_self_priority(void)
+{
+	struct sched_attr_v0 a;
+
+	if (hint_now() != HINT_ON)
+		return 0;
+	if (sys_sched_getattr(0, &a) < 0)
+		return 0;
+	if (a.sched_policy == SCHED_DEADLINE)
+		return 100;
+	if (a.sched_policy == SCHED_FIFO || a.sched_policy == SCHED_RR)
+		return (int)a.sched_priority;
+	return 0;
+}

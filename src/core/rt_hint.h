@@ -1,0 +1,25 @@
+/* Whether a thread of this process may run under a real-time policy,
+   so that queues weft keeps itself (a private condvar's waiter list)
+   can order their waiters by priority without asking the kernel for
+   the caller's priority on every wait of a program that never uses one.
+
+   The hint turns on, for good, when the process started under a
+   real-time policy (checked once, at the first question) or when weft
+   or the program sets one through a call weft sees: thread attributes,
+   pthread_setschedparam/setschedprio, a priority-protect ceiling,
+   sched_setscheduler/sched_setparam (abi/sched.c).  A policy set behind
+   weft's back on a running thread (chrt -p, a raw sched_setattr) is not
+   seen: such waiters queue in arrival order (docs/sync.md). */
+#ifndef WEFT_CORE_RT_HINT_H
+#define WEFT_CORE_RT_HINT_H
+
+/* `policy` (SCHED_RESET_ON_FORK allowed) is being given to a thread;
+   -1 with `prio` > 0: a priority is, under the thread's policy. */
+void rt_hint_note(int policy, int prio);
+
+/* The calling thread's priority for queue order: its real-time
+   priority (1..99), 100 under SCHED_DEADLINE, 0 otherwise or while the
+   hint is off.  One system call while the hint is on. */
+int rt_hint_self_priority(void);
+
+#endif
