@@ -10,7 +10,10 @@
 #    crashes, hangs, prints garbage, skips itself (exit 77: no SCHED_FIFO)
 #    or is served by the wrong library is reported as exactly that in
 #    runs.csv, results.json and report.md, never as a number, and the run
-#    goes on; then the real sync_latency, without the right to use
+#    goes on; the latency rows run with RT throttling off (in a file that
+#    stands for /proc/sys/kernel/sched_rt_runtime_us) and find it restored
+#    after the run, after a SIGTERM and after a SIGKILL of the driver (its
+#    guard); then the real sync_latency, without the right to use
 #    SCHED_FIFO, must skip itself (when the test runs as root).
 #
 # The driver does not depend on how weft is brought in, so each mode checks
