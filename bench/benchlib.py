@@ -155,6 +155,120 @@ def served_problem(kv, want):
     return None
 
 
+# ------------------------------------------------------------ RT throttling
+
+# The kernel stops SCHED_FIFO/RR threads for the rest of each period once
+# they have used sched_rt_runtime_us of it (950000 of 1000000 us by
+# default): a latency run with busy FIFO threads would see 50 ms stalls
+# that say nothing about the library.  -1 turns this off.  The tests point
+# WEFT_BENCH_RT_RUNTIME at a file of their own.
+RT_RUNTIME = os.environ.get("WEFT_BENCH_RT_RUNTIME", "/proc/sys/kernel/sched_rt_runtime_us")
+
+# The guard: a process of its own that outlives the driver.  It waits for
+# the end of its stdin (the driver's end of a pipe closes however the
+# driver ends, SIGKILL included) and then puts the old value back if
+# throttling is still off, unless the driver said "restored" first (then
+# a -1 found there is someone else's).
+_GUARD = r"""
+import sys
+path, old = sys.argv[1], sys.argv[2]
+if sys.stdin.read().strip() == "restored":
+    sys.exit(0)
+try:
+    with open(path) as f:
+        off = f.read().strip() == "-1"
+    if off:
+        with open(path, "w") as f:
+            f.write(old + "\n")
+except OSError:
+    pass
+"""
+
+
+class RtThrottle:
+    """Turns RT throttling off (-1) around a run and back on after it.
+
+    off() before a run, restore() after it (in a finally); restore() is
+    harmless when nothing was changed.  `note` says what happened, for the
+    report: whether throttling was off during the runs, and why not."""
+
+    def __init__(self, path=RT_RUNTIME):
+        self.path = path
+        self.saved = None      # the value to put back while it is -1 by our hand
+        self.original = None   # the value found before the first run
+        self.note = None
+        self.guard = None
+
+    def read(self):
+        with open(self.path) as f:
+            return f.read().strip()
+
+    def write(self, value):
+        with open(self.path, "w") as f:
+            f.write(value + "\n")
+
+    def off(self):
+        """Throttling off for the next run; False if it stays on."""
+        try:
+            old = self.read()
+        except OSError as e:
+            self.note = f"left as it was: cannot read {self.path}: {e.strerror}"
+            return False
+        if self.original is None:
+            self.original = old
+        if old == "-1":
+            if self.note is None:
+                self.note = f"already off (-1) in {self.path} before the run, left so"
+            return True
+        self.start_guard(old)
+        try:
+            self.write("-1")
+        except OSError as e:
+            self.note = f"left on ({old}): cannot write {self.path}: {e.strerror}"
+            return False
+        self.saved = old
+        if self.note is None:
+            self.note = (f"off (-1) during each latency run, {old} again after it "
+                         f"({self.path})")
+        return True
+
+    def restore(self):
+        if self.saved is None:
+            return
+        try:
+            self.write(self.saved)
+            self.saved = None
+        except OSError as e:
+            log(f"weft bench: cannot restore {self.path} to {self.saved}: {e.strerror}; "
+                f"do it by hand: echo {self.saved} > {self.path}")
+
+    def start_guard(self, old):
+        if self.guard is not None and self.guard.poll() is None:
+            return
+        try:
+            self.guard = subprocess.Popen(
+                [sys.executable, "-c", _GUARD, self.path, old], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            log(f"weft bench: no guard for {self.path} ({e}); it is restored on normal exit only")
+
+    def close(self):
+        """Restore, then let the guard go (it finds nothing to do)."""
+        self.restore()
+        if self.guard is not None and self.guard.stdin:
+            try:
+                if self.saved is None:
+                    self.guard.stdin.write(b"restored\n")
+                self.guard.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.guard.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            self.guard = None
+
+
 # ------------------------------------------------------------ statistics
 
 class Cell:
@@ -179,7 +293,8 @@ class Cell:
             return None
         return 100.0 * (self.hi - self.lo) / self.med
 
-    def extra_med(self, key):
+    def extra_all(self, key):
+        """The finite values of RESULT key `key` in the ok runs."""
         vals = []
         for r in self.runs:
             if r["status"] == "ok":
@@ -187,7 +302,10 @@ class Cell:
                     vals.append(float(r["kv"][key]))
                 except (KeyError, ValueError):
                     pass
-        vals = [v for v in vals if math.isfinite(v)]
+        return [v for v in vals if math.isfinite(v)]
+
+    def extra_med(self, key):
+        vals = self.extra_all(key)
         return statistics.median(vals) if vals else None
 
     def failure_text(self):
@@ -357,7 +475,8 @@ def machine_facts(repo, cc):
         pass
     facts.append(("CPU", cpu))
     facts.append(("CPUs (online / usable)", f"{os.cpu_count()} / {len(os.sched_getaffinity(0))}"))
-    facts.append(("kernel", f"{platform.system()} {platform.release()} {platform.machine()}"))
+    facts.append(("kernel", f"{platform.system()} {platform.release()} {platform.machine()} "
+                            f"({platform.version()})"))
     try:
         facts.append(("glibc", os.confstr("CS_GNU_LIBC_VERSION")))
     except (ValueError, OSError):
@@ -384,6 +503,25 @@ def machine_facts(repo, cc):
     if git and " " not in git:
         facts.append(("weft tree", git + (" (uncommitted changes)" if dirty else "")))
     return facts
+
+
+def cpu_times():
+    """(steal, total) jiffies of all CPUs from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is in user)
+    return (v[7] if len(v) > 7 else 0), sum(v[:8])
+
+
+def steal_text(before, after):
+    """The share of CPU time a hypervisor gave to others between two
+    cpu_times() readings: on a VM, time no program here could use."""
+    if not before or not after or after[1] <= before[1]:
+        return None
+    return f"{100.0 * (after[0] - before[0]) / (after[1] - before[1]):.1f} % of the CPU time"
 
 
 def lib_fingerprint(path):

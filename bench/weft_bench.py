@@ -29,6 +29,7 @@ import os
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -72,7 +73,10 @@ SIZES = {
     "broadcast_r": (20000, 200),        # rounds with 10 waiters (scaled by 10/w)
     "contention_K": ("1,2,4,8,16,32", "1,32"),
     "contention_e": (2000000, 20000),
-    "latency_n": (100000, 1000),
+    "latency_n": (100000, 1000),       # hand-offs / broadcasts timed per latency run
+    "noise_windows": (50, 10),          # 10 ms windows per CPU of the bare spin loop
+    "inversion_n": (1000, 30),          # priority-inversion rounds per run
+    "inversion_spin_us": (500, 200),    # the medium thread's spin bound
     "tsd_n": (2000000, 100000),         # calls per batch (a tenth for system calls)
 }
 
@@ -99,7 +103,8 @@ EXPERIMENTS = [
     ("broadcast", "Broadcast throughput (cond-perf style)", "seed 002 §5",
      "broadcast rounds per second (higher is better)"),
     ("latency", "SCHED_FIFO latencies in cycles", "seed 002 §5",
-     "TSC cycles, average; min and max in their own column (lower is better)"),
+     "TSC cycles at the 99.9th percentile (median over the runs); the whole "
+     "distribution in the table below (lower is better)"),
     ("contention", "Lock contention against critical regions", "seed 000 §7, Figure 3",
      "seconds for 32 threads to run all entries (lower is better)"),
     ("tsd", "Thread-specific data and a cancellation point that does not cancel", "issue 5",
@@ -119,7 +124,8 @@ class Config:
     """One configuration, run under several columns."""
 
     def __init__(self, exp, variant, prog, args, metric, higher, pin, x=None,
-                 floor=None, col_args=None, params=None, work=1.0, col_work=None):
+                 floor=None, col_args=None, params=None, work=1.0, col_work=None,
+                 only_cols=None):
         self.exp = exp
         self.variant = variant
         self.prog = prog
@@ -133,6 +139,7 @@ class Config:
         self.params = params or {}
         self.work = work              # amount of work (e.g. cycles), for estimates
         self.col_work = col_work or {}  # column -> work when its args differ
+        self.only_cols = only_cols    # the columns it runs in, when not all
         self.cols = []
 
     def key(self):
@@ -280,13 +287,37 @@ def build_plan(opt, S):
             add(Config("contention", f"K{K}", "sync_contention",
                        ["-t", 32, "-k", K, "-e", S["contention_e"]], "sec", False, pin, x=K,
                        work=S["contention_e"]))
-    # two SCHED_FIFO threads need two CPUs: one variant, on CPUs 0 and 1
-    # when pinning is asked for (on a 2-CPU machine both are the same set)
-    lpin = "unpinned" if opt.pin == "no" else "cpu0+1"
-    for mode in ("handoff", "bcast"):
-        add(Config("latency", mode, "sync_latency", ["-m", mode, "-n", S["latency_n"]],
-                   "avg_cycles", False, lpin, work=S["latency_n"]))
+    for c in latency_plan(opt, S):
+        add(c)
     return plan
+
+
+def latency_plan(opt, S):
+    """Seed 002 §5 on SCHED_FIFO threads, one row per mode and mutex kind
+    (bench/sync_latency.c places the threads on the first two CPUs it may
+    use): on CPUs 0 and 1 when pinning is asked for (on a 2-CPU machine
+    the same set as unpinned)."""
+    pin = "unpinned" if opt.pin == "no" else "cpu0+1"
+    n, rounds = S["latency_n"], S["inversion_n"]
+    spin = ["-S", S["inversion_spin_us"]]
+    rows = [(f"handoff-{k}", ["-m", "handoff", "-k", k, "-n", n], n, False)
+            for k in ("normal", "pi", "pp")]
+    # the machine's own stalls, no library: one column only
+    noise = Config("latency", "noise", "sync_latency", ["-m", "noise", "-n", S["noise_windows"]],
+                   "p999_cycles", False, pin, work=S["noise_windows"], only_cols=("glibc",))
+    rows += [(f"bcast-{how}-{k}", ["-m", "bcast", "-k", k, "-n", n] + flag, n, False)
+             for k in ("normal", "pi")
+             for how, flag in (("held", []), ("released", ["-r"]))]
+    rows += [(f"inversion-{k}", ["-m", "inversion", "-k", k, "-n", rounds] + spin, rounds, False)
+             for k in ("normal", "pi")]
+    # the condvar rows have a floor: the same scenario on raw futex calls
+    # with requeue-PI, what a PI-aware condvar gives on this kernel
+    rows += [(f"inversion-{how}-cond-pi",
+              ["-m", "inversion", "-k", "cond-pi", "-n", rounds] + spin + flag, rounds, True)
+             for how, flag in (("released", ["-r"]), ("held", []))]
+    return [noise] + [Config("latency", name, "sync_latency", args, "p999_cycles", False, pin,
+                             work=work, floor=("sync_latency", args + ["-F"]) if floor else None)
+                      for name, args, work, floor in rows]
 
 
 def shown_args(args):
@@ -315,10 +346,25 @@ def columns_for(c, opt):
         cols.append("musl")
     if c.floor and not opt.no_floor:
         cols.append("floor")
+    if c.only_cols:
+        cols = [col for col in cols if col in c.only_cols]
     return cols
 
 
 # ------------------------------------------------------------ running
+
+def run_one(c, col, opt):
+    """One run; the latency programs with RT throttling off for exactly
+    their duration (restored however the run ends)."""
+    rt = opt.rt_throttle if c.exp == "latency" else None
+    if rt:
+        rt.off()
+    try:
+        return B.run_program(c.argv(col, opt), opt.timeout, c.metric, c.env(col, opt))
+    finally:
+        if rt:
+            rt.restore()
+
 
 def run_all(plan, opt, csv_path):
     """Warm-ups, then opt.reps interleaved repetitions.  Returns (runs, interrupted)."""
@@ -351,7 +397,7 @@ def run_all(plan, opt, csv_path):
                 what = (f"{'warm-up' if rep == 'warm-up' else f'rep {rep + 1}/{opt.reps}'} "
                         f"{c.exp} {c.variant} {c.pin} {col}")
                 prog.show(what, [(s[1].key(), s[2]) for s in sched[i:]])
-                r = B.run_program(c.argv(col, opt), opt.timeout, c.metric, c.env(col, opt))
+                r = run_one(c, col, opt)
                 if r["status"] == "ok":
                     prob = B.served_problem(r["kv"], c.want_lib(col, opt))
                     if prob:
@@ -632,7 +678,8 @@ plot {", ".join(parts)}
 """):
                 drawn.append((f"{title} ({pin})", name + ".svg"))
 
-    # latencies as seed 002 gives them: min / avg / max cycles per library
+    # latencies: the 99.9th percentile per row and library, bars from the
+    # median to the highest figure seen
     cs = [c for c in plan if c.exp == "latency"]
     if cs:
         cols = [col for col in allcols if any(col in c.cols for c in cs)]
@@ -640,20 +687,22 @@ plot {", ".join(parts)}
         for c in cs:
             row = [c.variant]
             for col in cols:
-                cell = summ.cell(c, col)
-                row += ([cell.extra_med("avg_cycles"), cell.extra_med("min_cycles"),
-                         cell.extra_med("max_cycles")] if cell and cell.values else [None] * 3)
+                cell = summ.cell(c, col) if col in c.cols else None
+                row += ([latency_combined(cell, k, how) for k, how in
+                         (("p999_cycles", statistics.median), ("p50_cycles", statistics.median),
+                          ("max_cycles", max))]
+                        if cell and cell.values else [None] * 3)
             rows.append(row)
         if any(v is not None for r in rows for v in r[1:]):
             B.write_dat(os.path.join(out, "latency.dat"),
-                        ["variant"] + [f"{col}_{s}" for col in cols for s in ("avg", "min", "max")],
+                        ["variant"] + [f"{col}_{s}" for col in cols for s in ("p999", "p50", "max")],
                         rows)
             parts = [f"'latency.dat' using {2 + 3 * i}:{3 + 3 * i}:{4 + 3 * i}"
                      f"{':xtic(1)' if i == 0 else ''} title '{COLUMN_TITLE[col]}'"
                      for i, col in enumerate(cols)]
             if B.draw(out, "latency", f"""{T}
 set output 'latency.svg'
-set title 'SCHED_FIFO latencies (seed 002 §5): average cycles, bars = min..max (medians over runs)' noenhanced
+set title 'SCHED_FIFO latencies (seed 002 §5): p99.9 in cycles, bars = median..max (median over runs; max of all)' noenhanced
 set ylabel 'TSC cycles (log scale)'
 set logscale y
 set style data histogram
@@ -661,6 +710,7 @@ set style histogram errorbars gap 2 lw 1
 set style fill solid 0.7 border -1
 set boxwidth 0.9
 set grid ytics
+set xtics rotate by -35 noenhanced font ',9'
 set key top left noenhanced
 set datafile missing 'NaN'
 plot {", ".join(parts)}
@@ -691,7 +741,10 @@ def estimate_full(plan, runs, opt):
             continue
         if r["status"] != "ok" or not math.isfinite(sec):
             continue
-        per_unit.setdefault((c.exp, r["column"]), []).append(sec / c.work_of(r["column"]))
+        # per variant too: the rows of one experiment may differ 1000x per
+        # unit of work (a lock hand-off against a priority-inversion round)
+        for k in ((c.exp, r["column"]), (c.exp, c.variant, r["column"])):
+            per_unit.setdefault(k, []).append(sec / c.work_of(r["column"]))
         fixed.append(max(0.0, r["wall"] - sec))
     if not per_unit:
         return None
@@ -704,7 +757,8 @@ def estimate_full(plan, runs, opt):
         for col in columns_for(c, opt):
             # throughput is the creation program with other sizes
             exp = c.exp if any(k[0] == c.exp for k in per_unit) else ESTIMATE_PROXY.get(c.exp)
-            per = per_unit.get((exp, col)) or per_unit.get((exp, "glibc"))
+            per = (per_unit.get((exp, c.variant, col)) or per_unit.get((exp, col))
+                   or per_unit.get((exp, "glibc")))
             if per is None:
                 missing.add(c.exp)
                 continue
@@ -712,6 +766,114 @@ def estimate_full(plan, runs, opt):
             # 5 repetitions + a warm-up
             per_exp[c.exp] = per_exp.get(c.exp, 0.0) + (per * c.work_of(col) + fixed_cost) * 6
     return per_exp, sorted(missing)
+
+
+# The figures of a latency row: (key of the RESULT line, title, how the
+# runs are combined).  min and max are the extremes of everything
+# measured; the percentiles are typical figures, the median over the runs.
+LATENCY_STATS = (("min_cycles", "min", min), ("p50_cycles", "median", statistics.median),
+                 ("p99_cycles", "p99", statistics.median),
+                 ("p999_cycles", "p99.9", statistics.median), ("max_cycles", "max", max))
+
+LATENCY_LEGEND = """\
+Rows (bench/README.md, "The latency experiment"): **noise**, no library: the longest gap
+between two TSC reads of a priority-99 thread spinning alone on each CPU, one figure per
+10 ms window (its column is the glibc binary, but no library call is timed): the machine's
+own stalls, under every max below; **handoff-K**, lock + unlock by a
+priority-99 thread against a priority-98 thread locking the same mutex in a loop on the
+other CPU (K = normal, PI, PP with ceiling 99); **bcast-held-K** / **bcast-released-K**,
+broadcast entry → wait exit of a priority-90 waiter, both threads on one CPU, the mutex
+held during the broadcast or released before it; **inversion-K**, how long a priority-90
+thread needs the mutex before it holds it with a priority-10 thread's critical section
+done, while a priority-50 thread spins on the low one's CPU (for at most the spin bound):
+K = normal, PI, and a condvar wait on a PI mutex (cond-pi) signalled after the mutex is
+released or while it is held. The floor column of the cond-pi rows is the same scenario on
+raw futex calls with requeue-PI (FUTEX_WAIT_REQUEUE_PI / FUTEX_CMP_REQUEUE_PI): what a
+PI-aware condvar gives on this kernel."""
+
+
+def latency_combined(cell, key, how):
+    vals = cell.extra_all(key) if cell else []
+    return how(vals) if vals else None
+
+
+def latency_distribution(w, cs, cols, summ):
+    """The whole distribution of every latency row, per column, with
+    glibc ÷ weft for each figure and issue 14's target: weft's p99.9 and
+    max at most glibc's."""
+    w(LATENCY_LEGEND)
+    w("")
+    w("TSC cycles (`tsc_per_ns` in runs.csv converts them to time). min and max: the lowest "
+      "and highest of all the runs; median, p99 and p99.9: the median over the runs of each "
+      "run's figure. **glibc ÷ weft** > 1: weft's figure is lower.")
+    w("")
+    w("| row | column | " + " | ".join(t for _, t, _ in LATENCY_STATS) + " | runs |")
+    w("|---|---|" + "---|" * (len(LATENCY_STATS) + 1))
+    for c in cs:
+        first = True
+        for col in [col for col in cols if col in c.cols]:
+            cell = summ.cell(c, col)
+            name = c.variant if first else ""
+            first = False
+            title = "spin loop (no library)" if c.variant == "noise" else COLUMN_TITLE[col]
+            if not cell or not cell.values:
+                text = cell.failure_text() if cell else "no runs"
+                w(f"| {name} | {title} | **{text}** |" + " |" * len(LATENCY_STATS))
+                continue
+            figs = [B.fmt(latency_combined(cell, k, how)) for k, _, how in LATENCY_STATS]
+            w(f"| {name} | {title} | " + " | ".join(figs) +
+              f" | {len(cell.values)}/{len(cell.runs)} |")
+            if col == "weft" and "glibc" in c.cols:
+                w(latency_ratio_line(c, summ))
+    w("")
+    noise = summ.cell(cs[0], "glibc") if cs[0].variant == "noise" else None
+    if noise and noise.values:
+        w(f"The machine's own stalls (noise row): a thread spinning alone on its CPU lost up to "
+          f"{B.fmt(latency_combined(noise, 'max_cycles', max))} cycles at once, and "
+          f"{B.fmt(latency_combined(noise, 'p99_cycles', statistics.median))} in 1 % of its "
+          f"10 ms windows; a max or p99.9 in that range says more about the machine than about "
+          f"the library.")
+        w("")
+
+
+def latency_ratio_line(c, summ):
+    g, x = summ.cell(c, "glibc"), summ.cell(c, "weft")
+    ratios, verdict = [], []
+    for k, t, how in LATENCY_STATS:
+        a, b = latency_combined(g, k, how), latency_combined(x, k, how)
+        ratios.append(("—" if not (a and b) else f"{a / b:.2f}" if a / b >= 0.1
+                       else f"{a / b:.2g}"))
+        if t in ("p99.9", "max") and a and b and b > a:
+            verdict.append(t)
+    if "—" in (ratios[3], ratios[4]):
+        target = "target: no figures"
+    else:
+        target = "target met" if not verdict else "target NOT met: " + ", ".join(verdict)
+    return "|  | glibc ÷ weft | " + " | ".join(ratios) + f" | {target} |"
+
+
+def run_facts(plan, runs, opt, steal0):
+    """Conditions of this run for the report: the CPU time a hypervisor
+    took, and for the latency runs what RT throttling was."""
+    facts = []
+    steal = B.steal_text(steal0, B.cpu_times())
+    if steal:
+        facts.append(("CPU steal during the run (VM)", steal))
+    if not any(c.exp == "latency" for c in plan):
+        return facts
+    if opt.rt_throttle:
+        note = opt.rt_throttle.note or "not touched (no latency run started)"
+    else:
+        try:
+            note = f"left as it was (--keep-rt-throttling): {B.RtThrottle().read()}"
+        except OSError:
+            note = "left as it was (--keep-rt-throttling)"
+    facts.append(("RT throttling (sched_rt_runtime_us)", note))
+    seen = sorted({r["kv"].get("rt_runtime_us", "?") for r in runs
+                   if r["config"].exp == "latency" and r["status"] == "ok"})
+    if seen:
+        facts.append(("sched_rt_runtime_us seen by the latency programs", ", ".join(seen)))
+    return facts
 
 
 def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrupted, lib_info):
@@ -789,8 +951,6 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
         hdr += [f"{c} vs glibc" for c in ratio_cols]
         if "base" in cols and "weft" in cols:
             hdr.append("weft vs base")
-        if name == "latency":
-            hdr.append("min–max cycles: glibc; weft")
         if name == "uncontended":
             hdr.append("instructions (single-step): glibc; weft")
         if name == "memory":
@@ -808,9 +968,6 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
             def em(col, k):
                 cell = summ.cell(c, col)
                 return B.fmt(cell.extra_med(k)) if cell and cell.values else "n/a"
-            if name == "latency":
-                row.append(f"{em('glibc', 'min_cycles')}–{em('glibc', 'max_cycles')}; "
-                           f"{em('weft', 'min_cycles')}–{em('weft', 'max_cycles')}")
             if name == "uncontended":
                 row.append(f"{em('glibc', 'step_instr')}; {em('weft', 'step_instr')}")
             if name == "memory":
@@ -818,6 +975,8 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
                         for k in ("maps", "kstack_kib", "rss_after_join_kib")]
             w("| " + " | ".join(row) + " |")
         w("")
+        if name == "latency":
+            latency_distribution(w, cs, cols, summ)
         for t, f in drawn:
             if f.startswith(name + "_") or f == name + ".svg":
                 w(f"![{t}]({f})")
@@ -966,6 +1125,9 @@ def main(argv=None):
                     help="A/A test of the method: the weft column runs glibc (no preload)")
     ap.add_argument("--bindir", help="use the programs in this folder as they are (no build)")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--keep-rt-throttling", action="store_true",
+                    help="leave the kernel's RT throttling (sched_rt_runtime_us) as it is; by "
+                         "default the latency runs turn it off (-1) and restore it after each run")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"), help="compiler named in the report")
     opt = ap.parse_args(argv)
     opt.argv_shown = shown_args(argv if argv is not None else sys.argv[1:])
@@ -1017,6 +1179,9 @@ def main(argv=None):
 
     S = sizes(opt)
     plan = build_plan(opt, S)
+    opt.rt_throttle = None
+    if any(c.exp == "latency" for c in plan) and not opt.keep_rt_throttling:
+        opt.rt_throttle = B.RtThrottle()
     if not plan:
         sys.exit("weft bench: nothing to run (check --only and --set)")
     for c in plan:
@@ -1031,8 +1196,14 @@ def main(argv=None):
     B.log(f"weft bench: {len(plan)} configurations x {opt.reps} repetitions, columns "
           f"{', '.join(cols)}; output in {rel(opt.out)}")
     t0 = time.monotonic()
-    runs, interrupted = run_all(plan, opt, os.path.join(opt.out, "runs.csv"))
+    steal0 = B.cpu_times()
+    try:
+        runs, interrupted = run_all(plan, opt, os.path.join(opt.out, "runs.csv"))
+    finally:
+        if opt.rt_throttle:
+            opt.rt_throttle.close()
     elapsed = time.monotonic() - t0
+    facts += run_facts(plan, runs, opt, steal0)
     summ = Summary(plan, runs)
     drawn = plots(opt, plan, summ)
     lib_after = B.lib_fingerprint(opt.weft_lib) if lib_before else None
@@ -1051,7 +1222,15 @@ def main(argv=None):
     return 2 if bad else 0
 
 
+def stop_on_signal(signum, frame):
+    """SIGTERM and SIGHUP end the run as Ctrl-C does: the running program
+    is killed, RT throttling restored, the report of the runs done written."""
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
     # `weft bench ... | head` should end quietly when head has had enough
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, stop_on_signal)
+    signal.signal(signal.SIGHUP, stop_on_signal)
     sys.exit(main())

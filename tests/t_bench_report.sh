@@ -10,7 +10,10 @@
 #    crashes, hangs, prints garbage, skips itself (exit 77: no SCHED_FIFO)
 #    or is served by the wrong library is reported as exactly that in
 #    runs.csv, results.json and report.md, never as a number, and the run
-#    goes on; then the real sync_latency, without the right to use
+#    goes on; the latency rows run with RT throttling off (in a file that
+#    stands for /proc/sys/kernel/sched_rt_runtime_us) and find it restored
+#    after the run, after a SIGTERM and after a SIGKILL of the driver (its
+#    guard); then the real sync_latency, without the right to use
 #    SCHED_FIFO, must skip itself (when the test runs as root).
 #
 # The driver does not depend on how weft is brought in, so each mode checks
@@ -153,16 +156,23 @@ EOF
 #!/usr/bin/env bash
 echo "RESULT bench=rawclone sec=0.01 ops_per_s=2000 pthread_lib=none"
 EOF
-	# sync_latency: handoff skips itself; bcast's weft column was served by glibc
+	# sync_latency: handoff skips itself; every other row's weft column
+	# was served by glibc.  Each run reports the RT throttling it found.
 	cat >"$fake/sync_latency" <<'EOF'
 #!/usr/bin/env bash
 case " $* " in
 *" handoff "*) echo "SKIP needs SCHED_FIFO: sched_setscheduler: Operation not permitted" >&2; exit 77 ;;
 esac
-echo "RESULT bench=latency metric=avg_cycles sec=0.01 avg_cycles=500 min_cycles=40 max_cycles=9000 lib_pthread_mutex_lock=libc.so.6"
+echo "RESULT bench=latency metric=p999_cycles sec=0.01 min_cycles=40 p50_cycles=100 p99_cycles=300" \
+	"p999_cycles=500 max_cycles=9000 rt_runtime_us=$(cat "$WEFT_BENCH_RT_RUNTIME")" \
+	"lib_pthread_mutex_lock=libc.so.6"
 EOF
 	chmod +x "$fake"/*
 	out="$tmp/fail"
+	# RT throttling is switched in a file of the test's own, never the
+	# machine's /proc/sys/kernel/sched_rt_runtime_us
+	export WEFT_BENCH_RT_RUNTIME="$tmp/rt_runtime_us"
+	echo 950000 >"$WEFT_BENCH_RT_RUNTIME"
 	python3 "$root/bench/weft_bench.py" --bindir "$fake" --weft-lib "$lib" --out "$out" \
 		--only lifecycle,latency --pin no --reps 1 --no-warmup --timeout 5 \
 		>"$tmp/fail.out" 2>"$tmp/fail.err"
@@ -182,10 +192,13 @@ expect = {
     ("lifecycle", "joinable", "weft"): {("crashed", "")},
     ("lifecycle", "detached", "glibc"): {("timeout", "")},
     ("lifecycle", "detached", "weft"): {("noresult", "")},
-    ("latency", "handoff", "glibc"): {("skipped", "")},
-    ("latency", "handoff", "weft"): {("skipped", "")},
-    ("latency", "bcast", "glibc"): {("ok", "500.0")},
-    ("latency", "bcast", "weft"): {("unserved", "")},
+    ("latency", "handoff-normal", "glibc"): {("skipped", "")},
+    ("latency", "handoff-pp", "weft"): {("skipped", "")},
+    ("latency", "bcast-held-normal", "glibc"): {("ok", "500.0")},
+    ("latency", "bcast-released-pi", "weft"): {("unserved", "")},
+    ("latency", "inversion-released-cond-pi", "floor"): {("ok", "500.0")},
+    ("latency", "noise", "glibc"): {("ok", "500.0")},
+    ("latency", "noise", "weft"): set(),
 }
 bad = 0
 for k, v in expect.items():
@@ -200,16 +213,26 @@ shown = {(c["experiment"], c["variant"], col): (d["median"], d["shown_as"])
 want = {("lifecycle", "joinable", "weft"): (None, "crashed (signal 11)"),
         ("lifecycle", "detached", "glibc"): (None, "timeout"),
         ("lifecycle", "detached", "weft"): (None, "no result"),
-        ("latency", "handoff", "weft"): (None, "skipped: needs SCHED_FIFO"),
-        ("latency", "bcast", "weft"): (None, "not served by the library"),
+        ("latency", "handoff-pi", "weft"): (None, "skipped: needs SCHED_FIFO"),
+        ("latency", "inversion-pi", "weft"): (None, "not served by the library"),
         ("lifecycle", "joinable", "glibc"): (1000.0, None)}
 for k, v in want.items():
     if shown.get(k) != v:
         print("FAIL: results.json", k, "expected", v, "got", shown.get(k)); bad += 1
 ratios = {(c["experiment"], c["variant"]): c["vs_glibc"]["weft"]["ratio_of_medians"]
-          for c in j["configs"]}
+          for c in j["configs"] if "weft" in c["vs_glibc"]}
 if any(v is not None for k, v in ratios.items()):
     print("FAIL: a ratio was computed from a failed cell:", ratios); bad += 1
+# every latency program ran with throttling off; the file is back after
+seen = {r["result"].split("rt_runtime_us=")[1].split()[0] for r in rows
+        if r["experiment"] == "latency" and r["status"] in ("ok", "unserved")}
+if seen != {"-1"}:
+    print("FAIL: the latency runs saw RT throttling", seen, "expected -1 only"); bad += 1
+if open(os.environ["WEFT_BENCH_RT_RUNTIME"]).read().strip() != "950000":
+    print("FAIL: RT throttling not restored after the run"); bad += 1
+facts = dict(j["machine"])
+if "950000 again after it" not in facts.get("RT throttling (sched_rt_runtime_us)", ""):
+    print("FAIL: the report does not say what RT throttling was:", facts); bad += 1
 sys.exit(1 if bad else 0)
 EOF
 	md="$out/report.md"
@@ -217,14 +240,60 @@ EOF
 		fail "report.md: joinable row: $(grep '^| joinable' "$md")"
 	grep -q '^| detached | unpinned | \*\*timeout\*\* | \*\*no result\*\* | — | — |$' "$md" ||
 		fail "report.md: detached row: $(grep '^| detached' "$md")"
-	grep -q '^| handoff | unpinned | \*\*skipped: needs SCHED_FIFO\*\* | \*\*skipped: needs SCHED_FIFO\*\* | — |' "$md" ||
-		fail "report.md: handoff row: $(grep '^| handoff' "$md")"
-	grep -q '^| bcast | unpinned | 500 (500–500) | \*\*not served by the library\*\* | — |' "$md" ||
-		fail "report.md: bcast row: $(grep '^| bcast' "$md")"
+	grep -q '^| handoff-normal | unpinned | \*\*skipped: needs SCHED_FIFO\*\* | \*\*skipped: needs SCHED_FIFO\*\* | — |' "$md" ||
+		fail "report.md: handoff row: $(grep '^| handoff-normal' "$md")"
+	grep -q '^| bcast-held-normal | unpinned | 500 (500–500) | \*\*not served by the library\*\* | — |' "$md" ||
+		fail "report.md: bcast row: $(grep '^| bcast-held-normal' "$md")"
+	# the distribution table: every figure of a row, a floor line
+	grep -q '^| noise | spin loop (no library) | 40 | 100 | 300 | 500 | 9000 | 1/1 |$' "$md" ||
+		fail "report.md: noise distribution: $(grep '^| noise' "$md")"
+	grep -q '^|  | floor (no library) | 40 | 100 | 300 | 500 | 9000 | 1/1 |$' "$md" ||
+		fail "report.md: no floor line in the distribution table"
 	grep -q '^| 1 | lifecycle joinable | unpinned | weft | crashed | signal 11 (SIGSEGV)' "$md" ||
 		fail "report.md: the crash is not listed among the runs without a number"
-	grep -q '^9 runs in .*; 4 gave no number, 2 skipped\.$' "$tmp/fail.out" ||
+	# life cycle: 5 runs, 3 without a number; latency: noise 1, handoff
+	# 3 x 2 skipped, 8 other rows x 2 (weft unserved), 2 floors
+	grep -q '^30 runs in .*; 11 gave no number, 6 skipped\.$' "$tmp/fail.out" ||
 		fail "driver: summary line: $(tail -2 "$tmp/fail.out")"
+
+	# RT throttling comes back however the driver ends in the middle of a
+	# latency run: SIGTERM (it restores it, and reports what it had), and
+	# SIGKILL (its guard process restores it once the driver is gone)
+	slow="$tmp/slow"
+	mkdir -p "$slow"
+	cat >"$slow/sync_latency" <<'EOF'
+#!/usr/bin/env bash
+echo $$ >>"$WEFT_BENCH_SLOW_PIDS"
+exec sleep 30
+EOF
+	chmod +x "$slow/sync_latency"
+	export WEFT_BENCH_SLOW_PIDS="$tmp/slow.pids"
+	rt_reads() { # rt_reads VALUE: wait up to 10 s for the file to hold VALUE
+		for _ in $(seq 100); do
+			[ "$(cat "$WEFT_BENCH_RT_RUNTIME")" = "$1" ] && return 0
+			sleep 0.1
+		done
+		return 1
+	}
+	for sig in TERM KILL; do
+		echo 950000 >"$WEFT_BENCH_RT_RUNTIME"
+		python3 "$root/bench/weft_bench.py" --bindir "$slow" --weft-lib "$lib" \
+			--out "$tmp/int-$sig" --only latency --pin no --reps 1 --no-warmup \
+			--no-plots >/dev/null 2>&1 &
+		drv=$!
+		rt_reads -1 || fail "SIG$sig: RT throttling never turned off for the run"
+		kill -"$sig" "$drv"
+		wait "$drv" 2>/dev/null
+		rc=$?
+		rt_reads 950000 || fail "SIG$sig: RT throttling left at $(cat "$WEFT_BENCH_RT_RUNTIME")"
+		if [ "$sig" = TERM ]; then
+			[ "$rc" -eq 1 ] || fail "SIGTERM: exit $rc, expected 1 (interrupted)"
+			grep -q '^\*\*Interrupted' "$tmp/int-TERM/report.md" ||
+				fail "SIGTERM: no report of the interrupted run"
+		fi
+	done
+	# a killed driver leaves its running program (a session of its own)
+	while read -r p; do kill -- "-$p" 2>/dev/null; done <"$WEFT_BENCH_SLOW_PIDS"
 
 	# the real program without the right to use SCHED_FIFO: skip, no number
 	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
