@@ -12,6 +12,17 @@ enum { HINT_UNKNOWN, HINT_OFF, HINT_ON };
 
 static int hint;
 
+/* Every change weft sees moves the generation on; a thread keeps the
+   priority it last asked the kernel for, with the generation it was
+   valid in, so that waits ask again only after a change (a new thread
+   starts with an invalid cache: static TLS begins zeroed). */
+static unsigned generation;
+static __thread struct {
+	unsigned generation;
+	int prio;
+	int valid;
+} self_cache __attribute__((tls_model("initial-exec")));
+
 static int is_rt_policy(long policy)
 {
 	policy &= ~(long)SCHED_RESET_ON_FORK;
@@ -23,6 +34,7 @@ void rt_hint_note(int policy, int prio)
 {
 	if (is_rt_policy(policy) || (policy < 0 && prio > 0))
 		__atomic_store_n(&hint, HINT_ON, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }
 
 /* The first question: the process may have started under a real-time
@@ -43,12 +55,10 @@ static int hint_now(void)
 	return h;
 }
 
-int rt_hint_self_priority(void)
+static int ask_kernel(void)
 {
 	struct sched_attr_v0 a;
 
-	if (hint_now() != HINT_ON)
-		return 0;
 	if (sys_sched_getattr(0, &a) < 0)
 		return 0;
 	if (a.sched_policy == SCHED_DEADLINE)
@@ -56,4 +66,19 @@ int rt_hint_self_priority(void)
 	if (a.sched_policy == SCHED_FIFO || a.sched_policy == SCHED_RR)
 		return (int)a.sched_priority;
 	return 0;
+}
+
+int rt_hint_self_priority(void)
+{
+	unsigned g;
+
+	if (hint_now() != HINT_ON)
+		return 0;
+	g = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+	if (!self_cache.valid || self_cache.generation != g) {
+		self_cache.prio = ask_kernel();
+		self_cache.generation = g;
+		self_cache.valid = 1;
+	}
+	return self_cache.prio;
 }

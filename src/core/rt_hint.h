@@ -19,7 +19,8 @@ void rt_hint_note(int policy, int prio);
 
 /* The calling thread's priority for queue order: its real-time
    priority (1..99), 100 under SCHED_DEADLINE, 0 otherwise or while the
-   hint is off.  One system call while the hint is on. */
+   hint is off.  Asked of the kernel (one system call) the first time
+   and after each change weft sees; else the thread's cached answer. */
 int rt_hint_self_priority(void);
 
 #endif
