@@ -6,14 +6,17 @@
      4  count    recursion depth, 1 when locked once (recursive type)
      8  owner    tid of the holder, for every type; 0 when free
     12  nusers   private mutexes: number of waiters asleep on the lock
-                 word (decides whether a newcomer spins and whether the
-                 word keeps LW_SLEEPERS); process-shared: glibc's, untouched;
+                 word in bits 0-21 (decides whether a newcomer spins and
+                 whether the word keeps LW_SLEEPERS), the real-time ones
+                 among them again in bits 22-31 (a hand-off must not pass
+                 them over); process-shared: glibc's, untouched;
                  robust/PI: glibc's user count (mutex_tid.c)
     16  kind     glibc's encoding: type in bits 0-1, robust 16, PI 32,
                  PP 64, process-shared 128 (a PP mutex's ceiling is in
                  the lock word, bits 19-30: mutex_pp.c)
     20  handoff  (glibc's __spins/__elision) private mutexes only: -tid of
                  the one starving waiter asking for a direct hand-off
+                 (INT_MIN while a release tells it that it declined)
     24  list     private mutexes: the condvar wake-ups deferred to the
                  release (first node, and the pid that deferred them);
                  glibc's robust list links otherwise (used by robust
