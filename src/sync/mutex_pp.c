@@ -225,7 +225,12 @@ void pp_sched_note(char *tcb, int policy, int prio)
 
 /* Takes the word and counts its ceiling for the caller; the ceiling
    may change while we wait (setprioceiling), then the count follows
-   it.  `flags` PP_CHECK|PP_UNDO for a lock (0 for a condvar's
+   it.  The ceiling is counted (the priority raised) before each try, as
+   glibc does, so that the owner never runs below it; but not while the
+   caller sleeps: the kernel queues futex waiters by the priority they
+   have when they go to sleep, so at the ceiling all would rank equal and
+   be woken first come first served (glibc's behaviour).  At its own
+   priority a waiter is queued by it, highest first.  `flags` PP_CHECK|PP_UNDO for a lock (0 for a condvar's
    reacquire, which must take the mutex whatever the priority says);
    `mark` 1, or 2 when others may sleep on the word.  `counted`: the
    caller's ceiling count is moved (setprioceiling takes the word
@@ -264,13 +269,14 @@ static int take_word(struct wmutex *w, clockid_t clock,
 						 __ATOMIC_RELAXED,
 						 __ATOMIC_RELAXED))
 			continue;
+		if (held) {
+			pp_move(held, 0, 0); /* sleep at our own priority */
+			held = 0;
+		}
 		long k = futex_wait_until(&w->lock, (int)(cv | 2), clock,
 					  abstime, priv);
-		if (k == -ETIMEDOUT || k == -EINVAL) {
-			if (held)
-				pp_move(held, 0, 0);
+		if (k == -ETIMEDOUT || k == -EINVAL)
 			return (int)-k;
-		}
 		mark = 2; /* we slept: others may sleep too */
 	}
 }
