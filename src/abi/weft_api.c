@@ -52,9 +52,10 @@ static void print_mutex_kinds(int fd)
 {
 	static const char *const kinds[] = {
 		"normal, recursive, error-checking, adaptive (private): one CAS to "
-		"lock and one to unlock; spins only while nobody sleeps; a waiter "
-		"starving for 1 ms is handed the mutex; condvar wake-ups wait for "
-		"the release",
+		"lock and one to unlock; spins only while nobody sleeps; waiters "
+		"woken highest real-time priority first; a SCHED_OTHER waiter "
+		"starving for 1 ms is handed the mutex, never ahead of real-time "
+		"waiters; condvar wake-ups wait for the release",
 		"process-shared: glibc's 0/1/2 word, shared with plain glibc "
 		"processes; no hand-off",
 		"robust: glibc's tid word and robust list (registered at birth); "
@@ -64,7 +65,8 @@ static void print_mutex_kinds(int fd)
 		"kernel's FUTEX_LOCK_PI boosts the holder to its top waiter",
 		"priority protect: the ceiling in glibc's place; a "
 		"sched_setscheduler only when the highest held ceiling changes; "
-		"EINVAL above the ceiling",
+		"EINVAL above the ceiling; waiters sleep at their own priority "
+		"(woken highest first)",
 		"condvar waits with PI mutexes release and retake the mutex (no "
 		"requeue-PI yet)",
 	};
