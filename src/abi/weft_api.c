@@ -67,8 +67,10 @@ static void print_mutex_kinds(int fd)
 		"sched_setscheduler only when the highest held ceiling changes; "
 		"EINVAL above the ceiling; waiters sleep at their own priority "
 		"(woken highest first)",
-		"condvar waits with PI mutexes release and retake the mutex (no "
-		"requeue-PI yet)",
+		"condvar waits with PI mutexes: requeue-PI (the kernel hands the "
+		"waiter the mutex, never woken into a held one; the holder's "
+		"release requeues waiters of no higher priority), private "
+		"condvars; process-shared ones wake and retake",
 	};
 
 	dprintf(fd, "mutex kinds:\n");
