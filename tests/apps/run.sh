@@ -5,13 +5,17 @@
 #   - its results (checksums of what it wrote) and the exit status of
 #     every step must be the same in both runs;
 #   - weft must have served it: the WEFT_STATS report at exit says
-#     active=1 and threads_created > 0;
+#     active=1 and threads_created > 0 (programs that create no thread,
+#     or whose processes end by _exit, prove it otherwise: see "proof"
+#     below);
 #   - the wall time and CPU time of both runs are reported (this is a
 #     correctness check: one run each on whatever machine runs it, so the
 #     times are as noisy as that machine, the wall time most; benchmarks
 #     are bench/'s job).
 # A failing program prints what differed (results, statuses, the tail of
-# its stderr) and makes the script exit 1.
+# its stderr) and makes the script exit 1.  A program that cannot run
+# here (SCHED_FIFO not permitted) is reported as SKIP with the reason,
+# never as passing.
 #
 # Usage: tests/apps/run.sh [APP...]      (default: all; names below)
 #   WEFT_APPS_INSTALL=0   do not apt-get install missing packages
@@ -32,23 +36,69 @@
 #              redis-benchmark; the data set's DEBUG DIGEST (redis-server, redis-tools)
 #   memcached  memcached -t 4 on a Unix socket, 20000 sets and gets by a
 #              Python client (memcached)
+# Programs that use robust, priority-inheritance and process-shared
+# mutexes (docs/mutex-robust-pi.md):
+#   pi_stress  rt-tests pi_stress for 60 s: private PI mutexes, barriers,
+#              SCHED_FIFO; exit 0, inversions counted (the counts are
+#              printed), no watchdog trip (rt-tests)
+#   pip_stress rt-tests pip_stress: a process-shared PI mutex across three
+#              SCHED_FIFO processes on one CPU; exit 0 and its success
+#              line (rt-tests)
+#   lmdb       LMDB's robust shared mutexes: threads writing, a glibc and
+#              a weft process writing at once, writers killed with SIGKILL
+#              inside a write transaction and recovered, weft and glibc
+#              both ways (tests/apps/lmdb_check.py; python3-lmdb)
+#   tdb        TDB opened with TDB_MUTEX_LOCKING (its fork/die/EOWNERDEAD
+#              self-check at open), stores and fetches, a glibc process
+#              beside (tests/apps/tdb_check.py; python3-tdb)
+#   stress-ng  stress-ng --pthread 2 with 2000 bogo ops (stress-ng)
+# pi_stress and pip_stress need SCHED_FIFO (root or CAP_SYS_NICE): SKIP
+# otherwise.  Real-time throttling (/proc/sys/kernel/sched_rt_runtime_us)
+# is left as the machine has it: with it on (Debian's 950000), a runaway
+# SCHED_FIFO thread cannot freeze the machine, and both pass with it on
+# (pi_stress's threads block in futexes most of the time; pip_stress's
+# spinning medium process is killed within milliseconds).
+#
+# Proof that weft served a program (proof_of below):
+#   threads  (default) every WEFT_STATS report says active=1, and one says
+#            threads_created > 0
+#   reports  the program creates no thread (pip_stress, tdb): every
+#            WEFT_STATS report says active=1, and there are at least as
+#            many as the processes that exit normally
+#   exit     stress-ng's workers end with _exit, which writes no report:
+#            tests/apps/exit_report.c, preloaded after libweft, appends
+#            weft's own counters (weft_get_stats(), since fork) at _exit;
+#            every worker must say active=1 and threads_created > 0
+# and, for the programs whose mutex calls are the point (pi_stress,
+# pip_stress, lmdb, tdb), the dynamic linker's record (LD_DEBUG=bindings) must show
+# the program or library binding its pthread_mutex_* symbols to
+# libweft.so, and the python-driven checks must find weft_active() true
+# in every process they started on weft and absent in every process they
+# started on glibc (their served.log).
 set -u
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 weft="$root/bin/weft"
 unset LD_PRELOAD
 limit=${WEFT_APPS_TIMEOUT:-300}
-all_apps=(python3 perl pigz xz zstd sort sqlite3 sysbench redis memcached)
+all_apps=(python3 perl pigz xz zstd sort sqlite3 sysbench redis memcached
+	pi_stress pip_stress lmdb tdb stress-ng)
 apps=("$@")
 [ ${#apps[@]} -gt 0 ] || apps=("${all_apps[@]}")
 
 # ------------------------------------------------------------ packages
 declare -A pkg_of=([python3]=python3 [perl]=perl [pigz]=pigz [xz]=xz-utils
 	[zstd]=zstd [sort]=coreutils [sqlite3]=sqlite3 [sysbench]=sysbench
-	[redis]="redis-server redis-tools" [memcached]=memcached)
+	[redis]="redis-server redis-tools" [memcached]=memcached
+	[pi_stress]=rt-tests [pip_stress]=rt-tests [lmdb]=python3-lmdb
+	[tdb]=python3-tdb [stress-ng]=stress-ng)
 declare -A cmd_of=([python3]=/usr/bin/python3 [perl]=perl [pigz]=pigz [xz]=xz
 	[zstd]=zstd [sort]=sort [sqlite3]=sqlite3 [sysbench]=sysbench
-	[redis]="redis-server redis-cli redis-benchmark" [memcached]=memcached)
+	[redis]="redis-server redis-cli redis-benchmark" [memcached]=memcached
+	[pi_stress]=pi_stress [pip_stress]=pip_stress [stress-ng]=stress-ng
+	[lmdb]=/usr/bin/python3 [tdb]=/usr/bin/python3)
+# Python modules a program needs (its package installs them)
+declare -A module_of=([lmdb]=lmdb [tdb]=tdb)
 missing=()
 for a in "${apps[@]}"; do
 	if [ -z "${pkg_of[$a]:-}" ]; then
@@ -58,6 +108,10 @@ for a in "${apps[@]}"; do
 	for c in ${cmd_of[$a]}; do
 		command -v "$c" >/dev/null || { missing+=(${pkg_of[$a]}); break; }
 	done
+	if [ -n "${module_of[$a]:-}" ] &&
+	   ! /usr/bin/python3 -c "import ${module_of[$a]}" 2>/dev/null; then
+		missing+=(${pkg_of[$a]})
+	fi
 done
 command -v /usr/bin/python3 >/dev/null || missing+=(python3) # makes the input
 if [ ${#missing[@]} -gt 0 ]; then
@@ -202,6 +256,12 @@ step() {
 	return $rc
 }
 sum() { sha256sum | cut -c1-64; }
+# drive CMD...: like step, on plain glibc whatever the run: a driver that
+# starts the program's processes itself, each on the library it chooses.
+drive() {
+	local RUN=()
+	step "$@"
+}
 # client CMD...: a client of a server, on plain glibc, bounded in time
 client() { timeout -k 5 60 "$@"; }
 # reap PID NAME: waits for a server that was asked to stop (20 s at
@@ -293,6 +353,56 @@ app_memcached() {
 	reap $pid memcached
 }
 
+# skip_unless_fifo: writes why to $out/skip and fails when this machine
+# does not let us set SCHED_FIFO (the program would only report EPERM).
+skip_unless_fifo() {
+	chrt -f 1 true 2>/dev/null && return 0
+	echo "SCHED_FIFO not permitted here (needs root or CAP_SYS_NICE)" >"$out/skip"
+	return 1
+}
+# note TEXT: a line for the notes under the table (figures that differ
+# from run to run, so they are no result).
+note() { echo "$*" >>"$out/note"; }
+app_pi_stress() {
+	skip_unless_fifo || return 0
+	# One inversion group per CPU but one (pi_stress's default), 60 s.
+	step pi_stress --duration 60 --quiet >"$out/pi.log"
+	local n
+	n=$(tr '\r' '\n' <"$out/pi.log" | sed -n 's/^Total inversion performed: *\([0-9]*\).*/\1/p' | tail -n 1)
+	note "pi_stress: ${n:-no} inversions in 60 s"
+	echo "inversions counted: $([ "${n:-0}" -gt 0 ] && echo yes || echo NO)"
+	echo "watchdog: $(grep -q 'WATCHDOG triggered' "$out/pi.log" && echo TRIGGERED || echo quiet)"
+}
+app_pip_stress() {
+	skip_unless_fifo || return 0
+	step pip_stress
+}
+app_lmdb() {
+	mkdir -p "$out/lmdb"
+	drive /usr/bin/python3 "$root/tests/apps/lmdb_check.py" drive "$out/lmdb" \
+		"$out/served.log" "${RUN[@]}"
+}
+app_tdb() {
+	mkdir -p "$out/tdb"
+	drive /usr/bin/python3 "$root/tests/apps/tdb_check.py" drive "$out/tdb" \
+		"$out/served.log" "${RUN[@]}"
+}
+app_stress-ng() {
+	# Two workers of 1000 threads each (stress-ng stops at 2000 bogo ops);
+	# the exit-report library goes into both runs (a glibc run's workers
+	# must say active=0).
+	gcc -O2 -shared -fPIC -I"$root/include" -o "$out/exit_report.so" \
+		"$root/tests/apps/exit_report.c" -ldl || echo "exit_report.so did not build"
+	LD_PRELOAD="$out/exit_report.so" WEFT_EXIT_REPORT="$out/exit.report" \
+		step stress-ng --pthread 2 --pthread-ops 2000 --timeout 60 --metrics-brief \
+		--log-file "$out/stress.log" >/dev/null
+	note "stress-ng: $(grep -ho '[0-9.]* nanosecs to start a pthread' "$out/stress.log"),"\
+		"$(grep -ho '[0-9.]* % of [0-9]* pthreads created' "$out/stress.log")"
+	awk '$2 == "metrc:" && $4 == "pthread" && NF == 10 { print "bogo ops:", $5 }' "$out/stress.log"
+	grep -o 'successful run completed' "$out/stress.log"
+	echo "workers that reported: $(grep -c '^weft-exit: .* status=0 ' "$out/exit.report" 2>/dev/null)"
+}
+
 # ------------------------------------------------------------ driver
 now_ms() { date +%s%3N; }
 # CPU seconds (user + system) of every process this shell has waited
@@ -305,9 +415,70 @@ child_cpu() {
 		split($i, p, "m"); sub("s", "", p[2]); t += p[1] * 60 + p[2] }
 		printf "%.2f", t }'
 }
+# How weft's service is proved (the header explains the kinds); threads
+# when not named.
+declare -A proof_of=([pip_stress]=reports [tdb]=reports [stress-ng]=exit)
+# reports: processes that end normally, each writing a report (pip_stress:
+# the low and high processes; the medium one is killed by the high one)
+declare -A reports_of=([pip_stress]=2 [tdb]=1)
+# OBJECT:SYMBOL pairs the dynamic linker must bind to libweft.so
+declare -A binds_of=(
+	[pi_stress]="pi_stress:pthread_mutexattr_setprotocol pi_stress:pthread_mutex_lock"
+	[pip_stress]="pip_stress:pthread_mutexattr_setprotocol pip_stress:pthread_mutexattr_setpshared pip_stress:pthread_mutex_lock"
+	[lmdb]="liblmdb.so.0:pthread_mutexattr_setrobust liblmdb.so.0:pthread_mutexattr_setpshared liblmdb.so.0:pthread_mutex_lock liblmdb.so.0:pthread_mutex_consistent"
+	[tdb]="libtdb.so.1:pthread_mutexattr_setrobust libtdb.so.1:pthread_mutex_trylock libtdb.so.1:pthread_mutex_lock libtdb.so.1:pthread_mutex_consistent")
+
+# served_why APP: the reasons (one a line) the weft run of APP does not
+# prove that weft served it; none when it does.  Sets threads and procs.
+served_why() {
+	local a=$1 w="$work/$1.weft" g="$work/$1.glibc" stats pair obj sym n
+	stats=$(grep -h '^weft-stats: pid=' "$w/stderr" "$w"/*.log 2>/dev/null)
+	threads=$(sed -n 's/.* threads_created=\([0-9]*\).*/\1/p' <<<"$stats" | sort -n | tail -n 1)
+	procs=$(grep -c . <<<"$stats")
+	case ${proof_of[$a]:-threads} in
+	threads | reports)
+		if [ -z "$stats" ]; then
+			echo "no WEFT_STATS report: weft did not serve it"
+		elif grep -q ' active=0 ' <<<"$stats"; then
+			echo "weft not active (active=0)"
+		elif [ "${proof_of[$a]:-threads}" = threads ] && [ "${threads:-0}" -le 0 ]; then
+			echo "weft created no thread (threads_created=0)"
+		elif [ "$procs" -lt "${reports_of[$a]:-1}" ]; then
+			echo "$procs WEFT_STATS reports, expected ${reports_of[$a]}"
+		fi ;;
+	exit)
+		n=$(grep -c ' active=1 threads_created=[1-9]' "$w/exit.report" 2>/dev/null)
+		threads=$(sed -n 's/.* threads_created=\([0-9]*\).*/\1/p' "$w/exit.report" 2>/dev/null |
+			sort -n | tail -n 1)
+		procs=$(grep -c . "$w/exit.report" 2>/dev/null)
+		if [ "${n:-0}" -eq 0 ]; then
+			echo "no worker's exit report says weft served it and made threads"
+		elif [ "$n" -ne "$procs" ]; then
+			echo "only $n of $procs workers' exit reports say weft made their threads"
+		elif grep -q ' active=1 ' "$g/exit.report" 2>/dev/null; then
+			echo "the glibc run's workers say weft was active"
+		fi ;;
+	esac
+	for pair in ${binds_of[$a]:-}; do
+		obj=${pair%%:*} sym=${pair#*:}
+		grep -qhE "binding file (\S*/)?$obj \[0\] to \S*/libweft\.so(\.0)? \[0\]: normal symbol \`$sym'" \
+			"$w"/ld.* 2>/dev/null ||
+			echo "LD_DEBUG=bindings: $obj's $sym not bound to libweft.so"
+	done
+	if [ -f "$w/served.log" ]; then
+		awk '/ expected=/ && $2 != "expected=" substr($3, 8) { print "served.log: " $0 }' "$w/served.log"
+		grep -q ' expected=weft actual=weft' "$w/served.log" ||
+			echo "served.log: no process on weft"
+		grep -q ' actual=weft' "$g/served.log" 2>/dev/null &&
+			echo "the glibc run's served.log names a process on weft"
+	fi
+}
+
 declare -A secs cpu
 failed=()
+skipped=()
 rows=()
+notes=()
 for a in "${apps[@]}"; do
 	for mode in glibc weft; do
 		out="$work/$a.$mode"
@@ -317,6 +488,8 @@ for a in "${apps[@]}"; do
 		: >"$out/status"
 		if [ $mode = weft ]; then
 			RUN=(env WEFT_STATS=1 "$weft" run --)
+			[ -z "${binds_of[$a]:-}" ] ||
+				RUN=(env WEFT_STATS=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT="$out/ld" "$weft" run --)
 		else
 			RUN=()
 		fi
@@ -328,26 +501,28 @@ for a in "${apps[@]}"; do
 		secs[$a.$mode]=$(awk -v ms=$((t1 - t0)) 'BEGIN{printf "%.2f", ms / 1000}')
 		cpu[$a.$mode]=$(awk -v a="$(cat "$work/cpu0")" -v b="$(cat "$work/cpu1")" \
 			'BEGIN{printf "%.2f", b - a}')
+		if [ -f "$out/note" ]; then
+			while IFS= read -r l; do notes+=("$mode: $l"); done <"$out/note"
+		fi
 	done
 	g="$work/$a.glibc" w="$work/$a.weft"
+	ratio=$(awk -v g="${secs[$a.glibc]}" -v w="${secs[$a.weft]}" \
+		'BEGIN{if (g > 0) printf "%.2f", w / g; else print "-"}')
+	threads=0 procs=0
+	if [ -f "$g/skip" ] || [ -f "$w/skip" ]; then
+		verdict="SKIP"
+		skipped+=("$a: $(cat "$g/skip" "$w/skip" 2>/dev/null | sort -u | paste -sd ';')")
+		ratio="-"
+		rows+=("$(printf '%-10s %7s %7s %7s  %7s %7s  %7s %6s  %s' "$a" - - - - - - - "$verdict")")
+		continue
+	fi
 	why=()
 	cmp -s "$g/result" "$w/result" || why+=("results differ")
 	cmp -s "$g/status" "$w/status" || why+=("exit statuses differ")
 	grep -qv '^0 ' "$g/status" && why+=("a step failed on glibc")
 	[ -s "$g/result" ] || why+=("no results")
-	# Proof that weft served it: the WEFT_STATS summaries of its processes.
-	stats=$(grep -h '^weft-stats: pid=' "$w/stderr" "$w"/*.log 2>/dev/null)
-	threads=$(sed -n 's/.* threads_created=\([0-9]*\).*/\1/p' <<<"$stats" | sort -n | tail -n 1)
-	procs=$(grep -c . <<<"$stats")
-	if [ -z "$stats" ]; then
-		why+=("no WEFT_STATS report: weft did not serve it")
-	elif grep -q ' active=0 ' <<<"$stats"; then
-		why+=("weft not active (active=0)")
-	elif [ "${threads:-0}" -le 0 ]; then
-		why+=("weft created no thread (threads_created=0)")
-	fi
-	ratio=$(awk -v g="${secs[$a.glibc]}" -v w="${secs[$a.weft]}" \
-		'BEGIN{if (g > 0) printf "%.2f", w / g; else print "-"}')
+	served_why "$a" >"$work/why" # not in a subshell: sets threads, procs
+	while IFS= read -r l; do why+=("$l"); done <"$work/why"
 	if [ ${#why[@]} -eq 0 ]; then
 		verdict="ok"
 	else
@@ -375,12 +550,19 @@ printf '%-10s %7s %7s %7s  %7s %7s  %7s %6s  %s\n' program glibc weft weft/gl \
 	glibc weft threads procs result
 for r in "${rows[@]}"; do echo "$r"; done
 echo "(cpu: user+system of the program, its clients and checksums; threads: most"
-echo " threads_created in one process's WEFT_STATS report; procs: reports)"
+echo " threads_created in one process's WEFT_STATS report, or stress-ng worker's"
+echo " exit report; procs: reports)"
+for n in "${notes[@]}"; do echo "  $n"; done
+for s in "${skipped[@]}"; do echo "SKIP $s"; done
 echo
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "check-apps: ${#failed[@]} of ${#apps[@]} failed: ${failed[*]} (files kept in $work)"
 	exit 1
 fi
-echo "check-apps: all ${#apps[@]} programs gave the same results under weft"
+if [ ${#skipped[@]} -gt 0 ]; then
+	echo "check-apps: $((${#apps[@]} - ${#skipped[@]})) of ${#apps[@]} programs gave the same results under weft; ${#skipped[@]} SKIPPED, not run: ${skipped[*]%%:*}"
+else
+	echo "check-apps: all ${#apps[@]} programs gave the same results under weft"
+fi
 if [ $keep = 0 ]; then rm -rf "$work"; else echo "files in $work"; fi
 exit 0

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make check-posix: the Open POSIX Test Suite's conformance tests for
-# every pthread_* and sem_* interface, run once under plain glibc and
-# once under weft (LD_PRELOAD), with both summaries and the per-test
-# differences.
+# every pthread_* and sem_* interface, and its functional tests of
+# robust and priority-inheritance mutexes (functional/threads/robust_test
+# and pi_test), run once under plain glibc and once under weft
+# (LD_PRELOAD), with both summaries and the per-test differences.
 #
 # The suite comes from Debian's `posixtestsuite` source package.  When
 # no deb-src entry is configured, one is derived from the machine's own
@@ -17,6 +18,8 @@
 #                     (default 3, in both modes; 1 for the tests with a
 #                     longer time limit)
 #   WEFT_PTS_KNOWN    the examined-tests file (default tests/posix/known.txt)
+#   WEFT_PTS_PI=0     leave out functional/threads/pi_test (six SCHED_FIFO
+#                     tests of 70-120 s each that keep both CPUs busy)
 #
 # Every test whose result is not a plain PASS under glibc, or differs
 # between glibc and weft, was examined: tests/posix/known.txt gives the
@@ -105,7 +108,61 @@ build() { # srcdir
 	done < <(find "$src/conformance/interfaces" \
 		\( -path '*/interfaces/pthread_*/*' -o -path '*/interfaces/sem_*/*' \) \
 		-name '[0-9]*-[0-9]*.c' ! -name '*buildonly*' | sort)
-	echo "built $n tests ($bad failed to build)" >&2
+	build_functional "$src"
+	echo "built $n conformance and $n_func functional tests ($bad failed to build)" >&2
+}
+
+# The functional tests of robust and PI mutexes: every .c of
+# functional/threads/{robust_test,pi_test}, named by its path from the
+# suite's top (functional/threads/pi_test/pitest-1).  Most of
+# robust_test is written for the rt-nptl prototype's API
+# (PTHREAD_MUTEX_ROBUST_SUN_NP, pthread_mutex_setconsistency_np), which
+# no released glibc has: those do not build, and the list of build
+# failures says so.
+#
+# pi_test is built from a copy with two bugs of the tests fixed, which
+# otherwise decide their results (docs/posix.md, "PI tests"):
+#  - pitest-1..4 pass the lock timeout as `int timeout` and read it as
+#    `*(unsigned long *)arg`: the upper half is whatever lies next on
+#    main's stack, so the wait ends at once with EINVAL (tv_sec out of
+#    range) or never times out, by the compiler's stack layout; the copy
+#    declares it unsigned long, as pitest-6 does;
+#  - every pitest declares `pthread_t threads[cpus - 1]` while the global
+#    cpus is still 0 (set on the next lines): a variable-length array of
+#    length -1; the copy makes it threads[64].
+build_functional() { # srcdir
+	local src=$1 c rel bin from dirs=(robust_test)
+	n_func=0
+	[ "${WEFT_PTS_PI:-1}" = 0 ] || dirs+=(pi_test)
+	mkdir -p "$work/fixed"
+	for d in "${dirs[@]}"; do
+		for c in "$src/functional/threads/$d"/*.c; do
+			rel=${c#"$src"/}
+			rel=${rel%.c}
+			[[ $rel =~ $pattern ]] || continue
+			bin="$work/bin/$(echo "$rel" | tr / :)"
+			from=$c
+			if [ "$d" = pi_test ]; then
+				from="$work/fixed/${c##*/}"
+				sed -e 's/^\([[:space:]]*\)int timeout = /\1unsigned long timeout = /' \
+					-e 's/threads\[cpus - 1\]/threads[64]/' "$c" >"$from.new"
+				cmp -s "$from.new" "$from" && rm "$from.new" || mv "$from.new" "$from"
+			fi
+			if [ ! -x "$bin" ] || [ "$from" -nt "$bin" ]; then
+				if ! gcc -O2 -g -std=gnu99 -D_GNU_SOURCE -w \
+					-I"$src/functional/threads/include" -o "$bin" "$from" \
+					-lpthread -lrt >"$bin.buildlog" 2>&1; then
+					bad=$((bad + 1))
+					echo "$rel BUILD-FAILED: $(grep -m1 -oE \
+						"(undefined reference to|error:) [^;]*" "$bin.buildlog")" \
+						>>"$work/build-failures"
+					continue
+				fi
+			fi
+			echo "$rel" >>"$work/tests.list"
+			n_func=$((n_func + 1))
+		done
+	done
 }
 
 # ------------------------------------------------------------ run
@@ -129,6 +186,9 @@ limit_for() { # test
 		echo $((limit < 15 ? limit : 15)) ;;
 	pthread_cond_broadcast/1-2 | pthread_cond_signal/1-2)
 		echo $((limit > 400 ? limit : 400)) ;;
+	# Each PI test ends by itself after 70-120 s (fixed in its source).
+	*/pi_test/*)
+		echo $((limit > 150 ? limit : 150)) ;;
 	*) echo "$limit" ;;
 	esac
 }
@@ -139,6 +199,11 @@ run_one() { # mode test [run-name]
 	dir="$work/run.$name/$(echo "$t" | tr / :)"
 	lim=$(limit_for "$t")
 	rm -rf "$dir"; mkdir -p "$dir"
+	if [[ $t == */pi_test/* ]] && [ -n "$pi_unfit" ]; then
+		echo "not run: $pi_unfit" >"$dir/out"
+		echo "$t SKIPPED"
+		return
+	fi
 	t0=$(date +%s%N)
 	(
 		cd "$dir" || exit 99
@@ -164,8 +229,16 @@ run_one() { # mode test [run-name]
 		echo "$t" >>"$work/served.weft"
 	fi
 }
+# The PI tests set SCHED_FIFO priorities (root or CAP_SYS_NICE) and pin
+# their threads to CPUs 0 and 1: elsewhere they are SKIPPED, with why.
+pi_unfit=
+if ! chrt -f 1 true 2>/dev/null; then
+	pi_unfit="SCHED_FIFO is not permitted here (needs root or CAP_SYS_NICE)"
+elif [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ]; then
+	pi_unfit="fewer than 2 CPUs online"
+fi
 export -f run_one verdict limit_for
-export work lib limit
+export work lib limit pi_unfit
 
 # Named semaphores the tests left behind would change the next run;
 # only those that appeared since `sems_before` are removed.
@@ -177,15 +250,21 @@ sems_clean() { # before-list
 
 # The tests that set the system clock (pthread_cond_init/1-2 and 2-2
 # move CLOCK_REALTIME a week ahead and back) would make any timed test
-# running beside them time out early: they run last, one at a time,
-# after every other test of the mode has finished.
-split_clock_movers() { # srcdir
-	local src=$1 t
-	: >"$work/tests.plain"; : >"$work/tests.clock"
+# running beside them time out early, and the PI tests (pi_test/pitest-N)
+# keep every CPU busy with SCHED_FIFO threads and judge by their
+# progress: they run last, one at a time, after every other test of the
+# mode has finished.
+split_alone() { # srcdir
+	local src=$1 t f
+	: >"$work/tests.plain"; : >"$work/tests.alone"
 	while IFS= read -r t; do
-		if grep -qE 'clock_settime|settimeofday|[^_]stime *\(' \
-			"$src/conformance/interfaces/$t.c"; then
-			echo "$t" >>"$work/tests.clock"
+		case $t in
+		functional/*) f="$src/$t.c" ;;
+		*) f="$src/conformance/interfaces/$t.c" ;;
+		esac
+		if [[ $t == */pi_test/* ]] ||
+		   grep -qE 'clock_settime|settimeofday|[^_]stime *\(' "$f"; then
+			echo "$t" >>"$work/tests.alone"
 		else
 			echo "$t" >>"$work/tests.plain"
 		fi
@@ -198,7 +277,7 @@ run_mode() { # mode -> results file
 	before=$(sems_now)
 	{
 		xargs -a "$work/tests.plain" -P "$jobs" -I{} bash -c 'run_one "$0" "$1"' "$mode" {}
-		while IFS= read -r t; do run_one "$mode" "$t"; done <"$work/tests.clock"
+		while IFS= read -r t; do run_one "$mode" "$t"; done <"$work/tests.alone"
 	} | sort >"$work/results.$mode"
 	sems_clean "$before"
 }
@@ -242,6 +321,68 @@ retry() { # test -> "weft_passes glibc_passes tries"
 	echo "$wp $gp $n"
 }
 
+# ------------------------------------------------------------ PI progress
+# A pitest's exit status only says whether its timed locks returned what
+# it expected; whether the lock holder was boosted shows in the progress
+# samples it prints every 250 ms ("time TL TP ...", columns in the order
+# of its thread table: TL, then TP or TP1, then TP2 in pitest-2 and 3).
+# TL (priority 1) and TP (above TL, below the waiter) share CPU 0, so TP
+# may run only while TL is not boosted above it: TP must progress before
+# the waiter comes (control), make no progress at all while the
+# higher-priority waiter blocks on the lock TL holds (TL boosted), and
+# progress again once the wait is over (boost undone).  The windows, in
+# seconds from the test's start, one second inside the events the tests
+# schedule (with the timeout fix above: waits of 20 s; in pitest-4 TB2,
+# priority 5, waits 39-59 s on the mutex TB1 holds while TB1 waits on
+# TL's, so TL is boosted to 5 through the chain, above TP's 3, until TB2
+# times out; TB1 alone, priority 2, does not lift TL above TP):
+#   test COLUMN CONTROL STALL RESUME
+pi_windows() {
+	cat <<'EOF_W'
+pitest-1 3 20-28 30-48 50-58
+pitest-2 3 20-28 30-48 50-58
+pitest-2 4 20-28 60-78 80-88
+pitest-3 3 20-28 30-48 50-58
+pitest-3 4 20-28 60-78 80-88
+pitest-4 3 20-28 40-58 60-68
+pitest-5 3 20-28 30-38 40-48
+pitest-6 3 20-28 30-38 40-48
+EOF_W
+}
+# pi_progress OUT TEST: "boosted" or what was not seen, for one run's output
+pi_progress() {
+	local out=$1 t=${2##*/} col c s r why=()
+	if grep -q '^not run: ' "$out" 2>/dev/null; then
+		echo "not run"
+		return
+	fi
+	while read -r _ col c s r; do
+		why+=($(awk -v col="$col" -v c="$c" -v s="$s" -v r="$r" '
+			function at(w, first,   lo, hi) { split(w, x, "-"); lo = x[1]; hi = x[2]
+				if (first) { for (i = 1; i <= n; i++) if (tm[i] >= lo) return i }
+				else { for (i = n; i >= 1; i--) if (tm[i] <= hi) return i }
+				return 0 }
+			# progress counters are 32-bit and wrap
+			function grew(w,   a, b) { a = at(w, 1); b = at(w, 0)
+				if (!a || !b || b <= a) return -1
+				return (v[b] - v[a] + 4294967296) % 4294967296 }
+			# a sample: time, then counters; the test writes stderr
+			# lines to the same file, which may cut one in two: keep
+			# only whole samples, in time order
+			function whole(   i) { if ($1 !~ /^[0-9]+\.[0-9]+$/ || NF <= col) return 0
+				for (i = 2; i <= col; i++) if ($i !~ /^[0-9]+$/) return 0
+				return n == 0 || $1 + 0 > tm[n] }
+			whole() { n++; tm[n] = $1 + 0; v[n] = $col }
+			function judge(w, what, want_growth,   g) { g = grew(w)
+				if (g < 0) printf "col%d-no-samples(%s)\n", col, w
+				else if (want_growth && g == 0) printf "col%d-no-progress-%s(%s)\n", col, what, w
+				else if (!want_growth && g > 0) printf "col%d-progress-%s(%s:+%d)\n", col, what, w, g }
+			END { judge(c, "before", 1); judge(s, "while-waiter-blocked", 0); judge(r, "after", 1) }
+			' "$out"))
+	done < <(pi_windows | awk -v t="$t" '$1 == t')
+	if [ ${#why[@]} -eq 0 ]; then echo boosted; else (IFS=,; echo "${why[*]}"); fi
+}
+
 summary() { # file
 	awk '{c[$2]++} END {
 		n = split("PASS FAIL UNRESOLVED UNSUPPORTED UNTESTED TIMEOUT", k, " ");
@@ -255,7 +396,7 @@ src=$(fetch) || exit 2
 rm -f "$work/build-failures"
 build "$src"
 [ -s "$work/tests.list" ] || die "no tests matched '$pattern'"
-split_clock_movers "$src"
+split_alone "$src"
 run_mode glibc
 rm -f "$work/served.weft"
 run_mode weft
@@ -309,6 +450,20 @@ if [ -s "$work/differences" ]; then
 	done <"$work/differences"
 else
 	echo "  none"
+fi
+if grep -q '/pi_test/' "$work/tests.list"; then
+	echo
+	echo "PI tests, priority boost seen in the progress samples (test: glibc | weft):"
+	while IFS= read -r t; do
+		d=$(echo "$t" | tr / :)
+		pg=$(pi_progress "$work/run.glibc/$d/out" "$t")
+		pw=$(pi_progress "$work/run.weft/$d/out" "$t")
+		printf "  %-45s %s | %s\n" "$t" "$pg" "$pw"
+		if [ "$pg" = boosted ] && [ "$pw" != boosted ]; then
+			echo "      => no boost seen under weft where glibc showed one"
+			bad=$((bad + 1))
+		fi
+	done < <(grep '/pi_test/' "$work/tests.list")
 fi
 echo
 echo "glibc PASS but not weft: $(awk '$2 == "PASS"' "$work/differences" | wc -l) in the first run; $flaky flaky (passed on retry), $bad failing and not documented as test-wrong"
