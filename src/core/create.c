@@ -61,7 +61,9 @@ static void ext_free(struct glibc_attr_extension *e)
 }
 
 /* fork: the lock is held across it, so the child finds the defaults
-   whole (and the lock free). */
+   whole.  The child resets it rather than unlocking it: the word holds
+   the forking thread's tid in the parent, and the child's tid is
+   another (lock.h). */
 void thread_default_lock_for_fork(void)
 {
 	weft_lock(&default_lock);
@@ -70,6 +72,11 @@ void thread_default_lock_for_fork(void)
 void thread_default_unlock_after_fork(void)
 {
 	weft_unlock(&default_lock);
+}
+
+void thread_default_reset_in_child(void)
+{
+	weft_lock_reset(&default_lock);
 }
 
 int thread_default_attr_get(pthread_attr_t *out)

@@ -177,6 +177,7 @@ int thread_default_attr_get(pthread_attr_t *out);
 int thread_default_attr_set(const pthread_attr_t *in);
 void thread_default_lock_for_fork(void);
 void thread_default_unlock_after_fork(void);
+void thread_default_reset_in_child(void);
 void thread_finish(struct weft_thread *t) __attribute__((noreturn));
 /* Runs an exit duty (destructors) of the calling thread `t` so that a
    pthread_exit inside it ends only the destructor that called it, as in
