@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../kernel/syscall.h"
+#include "lock.h"
 
 enum weft_origin {
 	WEFT_ORIGIN_CREATED = 1, /* made by weft's pthread_create */
@@ -67,7 +68,9 @@ struct weft_thread {
 	uint32_t slot;	     /* registry slot */
 	ksigset_t sigmask;   /* mask to install at start, if set_sigmask */
 	int set_sigmask;
-	int start_gate;	     /* futex: GATE_* while the creator sets it up */
+	int gated;	     /* must wait for the creator's setup (create.c) */
+	weft_lock_t start_gate; /* held by the creator during that setup */
+	int setup_failed;    /* the thread must end without running */
 	int ops_busy;	     /* calls acting on this thread by tid (target.c) */
 	int ops_closed;	     /* set at exit: no new call may use the tid */
 	int c11;	     /* start is a C11 thrd_start_t (returns int) */
