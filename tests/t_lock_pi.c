@@ -1,0 +1,300 @@
+/* weft's internal lock inherits priority (docs/sync.md, "Internal locks
+   and waits"), shown on a real path with no test hook.
+
+   Everything on one CPU under SCHED_FIFO.  A low thread (10) holds a
+   priority-protect mutex with ceiling 30, so it runs at 30.  Its unlock
+   gives the priority back: weft asks the kernel for priority 10 inside
+   the thread's ceiling-count lock (src/sync/mutex_pp.c, pp_move), and a
+   medium thread (20) that spins on that CPU preempts the low one right
+   there, with the lock held.  A high thread (30) then calls
+   pthread_getschedparam on the low one, which reads the base priority
+   under that same lock, and blocks.
+
+   With priority inheritance the kernel runs the low thread at 30 until
+   it lets the lock go: it runs although the medium thread never stops
+   spinning (its CPU time, /proc/self/task/TID/schedstat, grows), and
+   the high thread has its answer while the medium thread spins.
+   Without it (the 0/1/2 lock weft had before) the low thread cannot run
+   until the medium one gives up after a bounded 3 s spin, and the high
+   thread waits that long: the test fails.
+
+   Needs SCHED_FIFO (root, CAP_SYS_NICE or RLIMIT_RTPRIO) and two CPUs
+   (the main thread watches from the second).  Without the right it
+   fails, unless WEFT_TEST_NO_RT=1 says to skip (exit 77, reported as
+   SKIP by tests/run.sh); with one CPU it is skipped. */
+#include <limits.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define SKIP_EXIT 77
+#define MEDIUM_SPIN_NS 3000000000L
+#define POLL_NS 10000000000L
+
+struct scenario {
+	pthread_mutex_t pp;	/* priority protect, ceiling 30 */
+	sem_t go;		/* lets the low thread unlock */
+	pthread_t low;
+	int low_tid, low_held, low_unlock_res, low_returned;
+	int medium_spinning, medium_stop, medium_gave_up;
+	long medium_deadline;
+	int high_done, high_res, high_policy, high_prio;
+	long high_wait_ns;
+};
+
+static int cpu_a, cpu_b; /* the scenario's CPU, the watcher's */
+
+static int gettid_(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+/* Field `field` (1-based, as proc(5) numbers them) of a thread's stat
+   file; LONG_MIN when unreadable. */
+static long stat_field(int tid, int field)
+{
+	char path[64], buf[1024];
+	size_t n;
+	char *p;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+	if (!(f = fopen(path, "r")))
+		return LONG_MIN;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	if (!(p = strrchr(buf, ')')))
+		return LONG_MIN;
+	p++; /* " state ..." is field 3 */
+	for (int i = 3; i <= field; i++) {
+		while (*p == ' ')
+			p++;
+		if (i == field)
+			return atol(p);
+		while (*p && *p != ' ')
+			p++;
+	}
+	return LONG_MIN;
+}
+
+/* The thread's CPU time so far in ns (schedstat, first field). */
+static long run_ns(int tid)
+{
+	char path[64];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+	if ((f = fopen(path, "r"))) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static void rt_attr(pthread_attr_t *a, int prio)
+{
+	struct sched_param sp = {.sched_priority = prio};
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu_a, &set);
+	pthread_attr_init(a);
+	pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(a, SCHED_FIFO);
+	pthread_attr_setschedparam(a, &sp);
+	pthread_attr_setaffinity_np(a, sizeof set, &set);
+}
+
+static void *low_main(void *p)
+{
+	struct scenario *s = p;
+
+	CHECK_WEFT_THREAD();
+	s->low_tid = gettid_();
+	CHECK_ERR(pthread_mutex_lock(&s->pp), 0); /* now at 30 */
+	__atomic_store_n(&s->low_held, 1, __ATOMIC_RELEASE);
+	while (sem_wait(&s->go) != 0)
+		;
+	/* Drops to 10 inside weft's lock; the medium thread takes over. */
+	s->low_unlock_res = pthread_mutex_unlock(&s->pp);
+	__atomic_store_n(&s->low_returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Spins until told to stop or for MEDIUM_SPIN_NS after the high thread
+   was started, whichever comes first. */
+static void *medium_main(void *p)
+{
+	struct scenario *s = p;
+
+	CHECK_WEFT_THREAD();
+	__atomic_store_n(&s->medium_spinning, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		long end = __atomic_load_n(&s->medium_deadline, __ATOMIC_ACQUIRE);
+
+		if (__atomic_load_n(&s->medium_stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		if (end && mono_ns() > end)
+			break;
+	}
+	__atomic_store_n(&s->medium_gave_up, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *high_main(void *p)
+{
+	struct scenario *s = p;
+	struct sched_param sp;
+	long t0;
+
+	CHECK_WEFT_THREAD();
+	t0 = mono_ns();
+	s->high_res = pthread_getschedparam(s->low, &s->high_policy, &sp);
+	s->high_wait_ns = mono_ns() - t0;
+	s->high_prio = sp.sched_priority;
+	__atomic_store_n(&s->high_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Polls from the watcher's CPU (at most POLL_NS) until *f is set or,
+   with `stop`, until *stop is. */
+static int poll_flag(int *f, int *stop)
+{
+	long end = mono_ns() + POLL_NS;
+
+	while (!__atomic_load_n(f, __ATOMIC_ACQUIRE)) {
+		if (mono_ns() > end || (stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE)))
+			return 0;
+		sched_yield();
+	}
+	return 1;
+}
+
+/* The low thread's effective priority is 10 again (stat field 18 is the
+   kernel's prio - 100: -1 - 10) and it has not returned from the
+   unlock: it sits in weft's lock, preempted by the medium thread. */
+static int low_stuck(struct scenario *s)
+{
+	long end = mono_ns() + POLL_NS;
+
+	while (mono_ns() < end) {
+		if (stat_field(s->low_tid, 18) == -11)
+			return !__atomic_load_n(&s->low_returned, __ATOMIC_ACQUIRE);
+		sched_yield();
+	}
+	return 0;
+}
+
+static void scenario(void)
+{
+	struct scenario *s = calloc(1, sizeof *s);
+	pthread_mutexattr_t ma;
+	pthread_attr_t la, ma_, ha;
+	pthread_t medium, high;
+	cpu_set_t set;
+	long ran_before, ran_after;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu_b, &set);
+	REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0,
+		"main thread on CPU %d", cpu_b);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_PROTECT);
+	pthread_mutexattr_setprioceiling(&ma, 30);
+	CHECK_ERR(pthread_mutex_init(&s->pp, &ma), 0);
+	sem_init(&s->go, 0, 0);
+	rt_attr(&la, 10);
+	rt_attr(&ma_, 20);
+	rt_attr(&ha, 30);
+
+	CHECK_ERR(pthread_create(&s->low, &la, low_main, s), 0);
+	REQUIRE(poll_flag(&s->low_held, NULL), "low thread holds the mutex");
+	CHECK_ERR(pthread_create(&medium, &ma_, medium_main, s), 0);
+	REQUIRE(poll_flag(&s->medium_spinning, NULL), "medium thread spins");
+	sem_post(&s->go);
+	REQUIRE(low_stuck(s), "low thread: expected preempted at priority 10 "
+		"inside its unlock (stat 18 = -11), got stat 18 = %ld, returned "
+		"%d", stat_field(s->low_tid, 18), s->low_returned);
+
+	ran_before = run_ns(s->low_tid);
+	__atomic_store_n(&s->medium_deadline, mono_ns() + MEDIUM_SPIN_NS,
+			 __ATOMIC_RELEASE);
+	CHECK_ERR(pthread_create(&high, &ha, high_main, s), 0);
+	poll_flag(&s->high_done, &s->medium_gave_up);
+	ran_after = run_ns(s->low_tid);
+	int gave_up = __atomic_load_n(&s->medium_gave_up, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&s->medium_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(high, NULL);
+	pthread_join(medium, NULL);
+	pthread_join(s->low, NULL);
+
+	CHECK(!gave_up, "high thread: expected its pthread_getschedparam to "
+	      "return while the medium thread spun (low thread boosted), got "
+	      "the medium thread's %.1f s spin ending first (waited %.3f s)",
+	      MEDIUM_SPIN_NS / 1e9, s->high_wait_ns / 1e9);
+	CHECK(ran_before >= 0 && ran_after > ran_before,
+	      "low thread's CPU time while the medium thread spun: expected "
+	      "to grow (boosted above it), got %ld ns -> %ld ns", ran_before,
+	      ran_after);
+	CHECK_ERR(s->high_res, 0);
+	CHECK_EQ(s->high_policy, SCHED_FIFO);
+	CHECK_EQ(s->high_prio, 10);
+	CHECK_ERR(s->low_unlock_res, 0);
+	printf("high thread waited %.1f us for the low thread's lock; the low "
+	       "thread ran %ld ns meanwhile\n", s->high_wait_ns / 1e3,
+	       ran_after - ran_before);
+	pthread_mutex_destroy(&s->pp);
+	sem_destroy(&s->go);
+	free(s);
+}
+
+/* The first two CPUs this process may use; 0 when there are fewer. */
+static int two_cpus(void)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &set))
+			*(n++ ? &cpu_b : &cpu_a) = c;
+	return n == 2;
+}
+
+static void skip(const char *why)
+{
+	printf("SKIP: %s\n", why);
+	exit(SKIP_EXIT);
+}
+
+int main(void)
+{
+	struct sched_param sp = {.sched_priority = 1};
+	const char *no_rt = getenv("WEFT_TEST_NO_RT");
+
+	alarm(60); /* a hang ends as a failure (SIGALRM) */
+	WEFT_REQUIRE();
+	REQUIRE_SERVED(pthread_getschedparam);
+	REQUIRE_SERVED(pthread_mutex_unlock);
+	REQUIRE_SERVED(pthread_create);
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+		if (no_rt && !strcmp(no_rt, "1"))
+			skip("SCHED_FIFO refused (WEFT_TEST_NO_RT=1)");
+		FAIL("SCHED_FIFO: expected allowed, got %s; set WEFT_TEST_NO_RT=1 "
+		     "to skip", strerror(errno));
+		TEST_DONE();
+	}
+	sp.sched_priority = 0;
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+	if (!two_cpus())
+		skip("two CPUs needed (the main thread watches from the second)");
+	scenario();
+	TEST_DONE();
+}
