@@ -1,22 +1,36 @@
 /* weft's internal lock inherits priority (docs/sync.md, "Internal locks
    and waits"), shown on a real path with no test hook.
 
-   Everything on one CPU under SCHED_FIFO.  A low thread (10) holds a
-   priority-protect mutex with ceiling 30, so it runs at 30.  Its unlock
-   gives the priority back: weft asks the kernel for priority 10 inside
+   Everything on one CPU under SCHED_FIFO.  A low thread (42) holds a
+   priority-protect mutex with ceiling 48, so it runs at 48.  Its unlock
+   gives the priority back: weft asks the kernel for priority 42 inside
    the thread's ceiling-count lock (src/sync/mutex_pp.c, pp_move), and a
-   medium thread (20) that spins on that CPU preempts the low one right
-   there, with the lock held.  A high thread (30) then calls
+   medium thread (45) that spins on that CPU preempts the low one right
+   there, with the lock held.  A high thread (48) then calls
    pthread_getschedparam on the low one, which reads the base priority
    under that same lock, and blocks.
 
-   With priority inheritance the kernel runs the low thread at 30 until
+   With priority inheritance the kernel runs the low thread at 48 until
    it lets the lock go: it runs although the medium thread never stops
    spinning (its CPU time, /proc/self/task/TID/schedstat, grows), and
    the high thread has its answer while the medium thread spins.
    Without it (the 0/1/2 lock weft had before) the low thread cannot run
    until the medium one gives up after a bounded 3 s spin, and the high
    thread waits that long: the test fails.
+
+   The second scenario forks while another thread holds the forking
+   thread's ceiling-count lock, caught the same way: a thread (43) that
+   calls pthread_setschedparam to raise the forker (41) to 47 is
+   preempted by it right after the kernel obeyed, still holding the
+   forker's lock.  The forker forks; the child must take a
+   priority-protect mutex (that lock again), ask for its own scheduling
+   parameters, create and join a thread and make a key.  Without the
+   reset in the fork child its lock names a thread of the parent: the
+   child hangs and is killed after 10 s.
+
+   The priorities are in the 40s: above the busy SCHED_FIFO loops other
+   jobs on a shared machine may run at low priorities (one at 6 starved a
+   forker at 5 here), below the kernel's interrupt threads (50).
 
    Needs SCHED_FIFO (root, CAP_SYS_NICE or RLIMIT_RTPRIO) and two CPUs
    (the main thread watches from the second).  Without the right it
@@ -26,16 +40,24 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
 
 #define SKIP_EXIT 77
+#define LOW 42
+#define MEDIUM 45
+#define HIGH 48 /* also the ceilings of the PP mutexes */
+#define FORKER 41
+#define RAISER 43
+#define RAISED 47
 #define MEDIUM_SPIN_NS 3000000000L
 #define POLL_NS 10000000000L
 
 struct scenario {
-	pthread_mutex_t pp;	/* priority protect, ceiling 30 */
+	pthread_mutex_t pp;	/* priority protect, ceiling HIGH */
 	sem_t go;		/* lets the low thread unlock */
 	pthread_t low;
 	int low_tid, low_held, low_unlock_res, low_returned;
@@ -117,11 +139,11 @@ static void *low_main(void *p)
 
 	CHECK_WEFT_THREAD();
 	s->low_tid = gettid_();
-	CHECK_ERR(pthread_mutex_lock(&s->pp), 0); /* now at 30 */
+	CHECK_ERR(pthread_mutex_lock(&s->pp), 0); /* now at HIGH */
 	__atomic_store_n(&s->low_held, 1, __ATOMIC_RELEASE);
 	while (sem_wait(&s->go) != 0)
 		;
-	/* Drops to 10 inside weft's lock; the medium thread takes over. */
+	/* Drops to LOW inside weft's lock; the medium thread takes over. */
 	s->low_unlock_res = pthread_mutex_unlock(&s->pp);
 	__atomic_store_n(&s->low_returned, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -176,15 +198,15 @@ static int poll_flag(int *f, int *stop)
 	return 1;
 }
 
-/* The low thread's effective priority is 10 again (stat field 18 is the
-   kernel's prio - 100: -1 - 10) and it has not returned from the
+/* The low thread's effective priority is LOW again (stat field 18 is the
+   kernel's prio - 100: -1 - LOW) and it has not returned from the
    unlock: it sits in weft's lock, preempted by the medium thread. */
 static int low_stuck(struct scenario *s)
 {
 	long end = mono_ns() + POLL_NS;
 
 	while (mono_ns() < end) {
-		if (stat_field(s->low_tid, 18) == -11)
+		if (stat_field(s->low_tid, 18) == -1 - LOW)
 			return !__atomic_load_n(&s->low_returned, __ATOMIC_ACQUIRE);
 		sched_yield();
 	}
@@ -206,21 +228,21 @@ static void scenario(void)
 		"main thread on CPU %d", cpu_b);
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_PROTECT);
-	pthread_mutexattr_setprioceiling(&ma, 30);
+	pthread_mutexattr_setprioceiling(&ma, HIGH);
 	CHECK_ERR(pthread_mutex_init(&s->pp, &ma), 0);
 	sem_init(&s->go, 0, 0);
-	rt_attr(&la, 10);
-	rt_attr(&ma_, 20);
-	rt_attr(&ha, 30);
+	rt_attr(&la, LOW);
+	rt_attr(&ma_, MEDIUM);
+	rt_attr(&ha, HIGH);
 
 	CHECK_ERR(pthread_create(&s->low, &la, low_main, s), 0);
 	REQUIRE(poll_flag(&s->low_held, NULL), "low thread holds the mutex");
 	CHECK_ERR(pthread_create(&medium, &ma_, medium_main, s), 0);
 	REQUIRE(poll_flag(&s->medium_spinning, NULL), "medium thread spins");
 	sem_post(&s->go);
-	REQUIRE(low_stuck(s), "low thread: expected preempted at priority 10 "
-		"inside its unlock (stat 18 = -11), got stat 18 = %ld, returned "
-		"%d", stat_field(s->low_tid, 18), s->low_returned);
+	REQUIRE(low_stuck(s), "low thread: expected preempted at priority %d "
+		"inside its unlock (stat 18 = %d), got stat 18 = %ld, returned "
+		"%d", LOW, -1 - LOW, stat_field(s->low_tid, 18), s->low_returned);
 
 	ran_before = run_ns(s->low_tid);
 	__atomic_store_n(&s->medium_deadline, mono_ns() + MEDIUM_SPIN_NS,
@@ -244,7 +266,7 @@ static void scenario(void)
 	      ran_after);
 	CHECK_ERR(s->high_res, 0);
 	CHECK_EQ(s->high_policy, SCHED_FIFO);
-	CHECK_EQ(s->high_prio, 10);
+	CHECK_EQ(s->high_prio, LOW);
 	CHECK_ERR(s->low_unlock_res, 0);
 	printf("high thread waited %.1f us for the low thread's lock; the low "
 	       "thread ran %ld ns meanwhile\n", s->high_wait_ns / 1e3,
@@ -252,6 +274,122 @@ static void scenario(void)
 	pthread_mutex_destroy(&s->pp);
 	sem_destroy(&s->go);
 	free(s);
+}
+
+/* ------------------------------------ fork while the lock is held */
+
+struct forking {
+	pthread_t forker;
+	int forker_spinning, forker_raised, raiser_returned, raiser_res;
+	int child_pid, child_status, forker_done;
+};
+
+static void *noop(void *p)
+{
+	return p;
+}
+
+/* In the fork child: every internal lock the child needs must be free.
+   Exit status: 0, or the number of the step that failed. */
+static int child_work(void)
+{
+	pthread_mutexattr_t a;
+	pthread_mutex_t m;
+	struct sched_param sp;
+	pthread_key_t k;
+	pthread_t t;
+	int pol;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT);
+	pthread_mutexattr_setprioceiling(&a, HIGH);
+	if (pthread_mutex_init(&m, &a) || pthread_mutex_lock(&m) ||
+	    pthread_mutex_unlock(&m))
+		return 1;
+	if (pthread_getschedparam(pthread_self(), &pol, &sp) ||
+	    pol != SCHED_FIFO || sp.sched_priority != RAISED)
+		return 2;
+	if (pthread_create(&t, NULL, noop, NULL) || pthread_join(t, NULL))
+		return 3;
+	if (pthread_key_create(&k, NULL) || pthread_key_delete(k))
+		return 4;
+	return 0;
+}
+
+static int own_prio(void)
+{
+	struct sched_param sp;
+
+	return sched_getparam(0, &sp) == 0 ? sp.sched_priority : -1;
+}
+
+static void *forker_main(void *p)
+{
+	struct forking *f = p;
+	long end = mono_ns() + POLL_NS;
+	int pid, st = -1;
+
+	CHECK_WEFT_THREAD();
+	__atomic_store_n(&f->forker_spinning, 1, __ATOMIC_RELEASE);
+	while (own_prio() != RAISED)
+		if (mono_ns() > end)
+			return NULL; /* the raiser never ran: main reports it */
+	/* The raiser cannot run while we do: it is still in its call. */
+	__atomic_store_n(&f->forker_raised,
+			 __atomic_load_n(&f->raiser_returned, __ATOMIC_ACQUIRE) ? 2 : 1,
+			 __ATOMIC_RELEASE);
+	pid = fork();
+	if (pid == 0)
+		_exit(child_work());
+	__atomic_store_n(&f->child_pid, pid, __ATOMIC_RELEASE);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	f->child_status = st;
+	__atomic_store_n(&f->forker_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *raiser_main(void *p)
+{
+	struct forking *f = p;
+	struct sched_param sp = {.sched_priority = RAISED};
+
+	CHECK_WEFT_THREAD();
+	f->raiser_res = pthread_setschedparam(f->forker, SCHED_FIFO, &sp);
+	__atomic_store_n(&f->raiser_returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void fork_scenario(void)
+{
+	struct forking *f = calloc(1, sizeof *f);
+	pthread_attr_t fa, ra;
+	pthread_t raiser;
+	int pid;
+
+	rt_attr(&fa, FORKER);
+	rt_attr(&ra, RAISER);
+	CHECK_ERR(pthread_create(&f->forker, &fa, forker_main, f), 0);
+	REQUIRE(poll_flag(&f->forker_spinning, NULL), "forker spins");
+	CHECK_ERR(pthread_create(&raiser, &ra, raiser_main, f), 0);
+	REQUIRE(poll_flag(&f->forker_raised, NULL), "forker: expected raised "
+		"to %d by the other thread, got it not raised", RAISED);
+	REQUIRE(f->forker_raised == 1, "raiser: expected still inside "
+		"pthread_setschedparam when the forker forks, got returned");
+	if (!poll_flag(&f->forker_done, NULL)) {
+		pid = __atomic_load_n(&f->child_pid, __ATOMIC_ACQUIRE);
+		FAIL("fork child: expected to exit within 10 s, got a hang "
+		     "(pid %d killed)", pid);
+		if (pid > 0)
+			kill(pid, SIGKILL);
+	}
+	pthread_join(f->forker, NULL);
+	pthread_join(raiser, NULL);
+	CHECK(WIFEXITED(f->child_status) && WEXITSTATUS(f->child_status) == 0,
+	      "fork child: expected exit 0, got status %#x (exit n: step n "
+	      "failed)", f->child_status);
+	CHECK_ERR(f->raiser_res, 0);
+	free(f);
 }
 
 /* The first two CPUs this process may use; 0 when there are fewer. */
@@ -284,6 +422,7 @@ int main(void)
 	REQUIRE_SERVED(pthread_getschedparam);
 	REQUIRE_SERVED(pthread_mutex_unlock);
 	REQUIRE_SERVED(pthread_create);
+	REQUIRE_SERVED(pthread_setschedparam);
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
 		if (no_rt && !strcmp(no_rt, "1"))
 			skip("SCHED_FIFO refused (WEFT_TEST_NO_RT=1)");
@@ -296,5 +435,6 @@ int main(void)
 	if (!two_cpus())
 		skip("two CPUs needed (the main thread watches from the second)");
 	scenario();
+	fork_scenario();
 	TEST_DONE();
 }
