@@ -28,6 +28,12 @@
    reset in the fork child its lock names a thread of the parent: the
    child hangs and is killed after 10 s.
 
+   The first scenario runs again in a child process whose PI futex calls
+   fail with ENOSYS (a seccomp filter), as on a kernel built without
+   them: weft's internal lock falls back to plain futexes there, and
+   the high thread must still get its answer, after the medium thread's
+   (shortened) spin, since nothing can boost the low one.
+
    The priorities are in the 40s: above the busy SCHED_FIFO loops other
    jobs on a shared machine may run at low priorities (one at 6 starved a
    forker at 5 here), below the kernel's interrupt threads (50).
@@ -37,6 +43,12 @@
    fails, unless WEFT_TEST_NO_RT=1 says to skip (exit 77, reported as
    SKIP by tests/run.sh); with one CPU it is skipped. */
 #include <limits.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/futex.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -213,9 +225,14 @@ static int low_stuck(struct scenario *s)
 	return 0;
 }
 
-static void scenario(void)
+/* `pi`: 1 on this kernel; 0 in a child where PI futex calls fail with
+   ENOSYS (as on a kernel built without them): weft then falls back to a
+   plain futex lock, the inversion is expected, and the medium thread's
+   spin is shortened. */
+static void scenario(int pi)
 {
 	struct scenario *s = calloc(1, sizeof *s);
+	long spin_ns = pi ? MEDIUM_SPIN_NS : MEDIUM_SPIN_NS / 10;
 	pthread_mutexattr_t ma;
 	pthread_attr_t la, ma_, ha;
 	pthread_t medium, high;
@@ -245,7 +262,7 @@ static void scenario(void)
 		"%d", LOW, -1 - LOW, stat_field(s->low_tid, 18), s->low_returned);
 
 	ran_before = run_ns(s->low_tid);
-	__atomic_store_n(&s->medium_deadline, mono_ns() + MEDIUM_SPIN_NS,
+	__atomic_store_n(&s->medium_deadline, mono_ns() + spin_ns,
 			 __ATOMIC_RELEASE);
 	CHECK_ERR(pthread_create(&high, &ha, high_main, s), 0);
 	poll_flag(&s->high_done, &s->medium_gave_up);
@@ -256,20 +273,30 @@ static void scenario(void)
 	pthread_join(medium, NULL);
 	pthread_join(s->low, NULL);
 
-	CHECK(!gave_up, "high thread: expected its pthread_getschedparam to "
-	      "return while the medium thread spun (low thread boosted), got "
-	      "the medium thread's %.1f s spin ending first (waited %.3f s)",
-	      MEDIUM_SPIN_NS / 1e9, s->high_wait_ns / 1e9);
-	CHECK(ran_before >= 0 && ran_after > ran_before,
-	      "low thread's CPU time while the medium thread spun: expected "
-	      "to grow (boosted above it), got %ld ns -> %ld ns", ran_before,
-	      ran_after);
+	if (pi) {
+		CHECK(!gave_up, "high thread: expected its pthread_getschedparam "
+		      "to return while the medium thread spun (low thread "
+		      "boosted), got the medium thread's %.1f s spin ending "
+		      "first (waited %.3f s)", spin_ns / 1e9,
+		      s->high_wait_ns / 1e9);
+		CHECK(ran_before >= 0 && ran_after > ran_before,
+		      "low thread's CPU time while the medium thread spun: "
+		      "expected to grow (boosted above it), got %ld ns -> %ld ns",
+		      ran_before, ran_after);
+	} else {
+		/* The high thread slept on the plain lock until the low one,
+		   free to run once the medium one gave up, woke it. */
+		CHECK(gave_up, "without PI futexes: expected the medium "
+		      "thread's spin to end first (no boost), got the high "
+		      "thread done after %.3f s", s->high_wait_ns / 1e9);
+	}
 	CHECK_ERR(s->high_res, 0);
 	CHECK_EQ(s->high_policy, SCHED_FIFO);
 	CHECK_EQ(s->high_prio, LOW);
 	CHECK_ERR(s->low_unlock_res, 0);
-	printf("high thread waited %.1f us for the low thread's lock; the low "
-	       "thread ran %ld ns meanwhile\n", s->high_wait_ns / 1e3,
+	printf("%s: high thread waited %.1f us for the low thread's lock; the "
+	       "low thread ran %ld ns meanwhile\n",
+	       pi ? "PI futexes" : "no PI futexes", s->high_wait_ns / 1e3,
 	       ran_after - ran_before);
 	pthread_mutex_destroy(&s->pp);
 	sem_destroy(&s->go);
@@ -392,6 +419,76 @@ static void fork_scenario(void)
 	free(f);
 }
 
+/* --------------------------------------- a kernel without PI futexes
+
+   A seccomp filter makes every PI futex operation fail with ENOSYS, as
+   a kernel built without CONFIG_FUTEX_PI answers, in a child process;
+   the scenario then runs there on weft's plain-futex fallback. */
+
+static int no_pi_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_futex, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* the low half of the operation argument, less the flags */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[1])),
+		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, FUTEX_CMD_MASK),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_LOCK_PI, 6, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_UNLOCK_PI, 5, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_TRYLOCK_PI, 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_LOCK_PI2, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_WAIT_REQUEUE_PI, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_CMP_REQUEUE_PI, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	};
+	struct sock_fprog prog = {.len = sizeof f / sizeof *f, .filter = f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+static void no_pi_scenario(void)
+{
+	int st = -1, lock_pi_errno;
+	long end;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		REQUIRE(no_pi_filter() == 0, "seccomp filter: %s", strerror(errno));
+		/* The filter works: a PI futex call answers ENOSYS. */
+		int word = 0;
+		lock_pi_errno = syscall(SYS_futex, &word, FUTEX_LOCK_PI_PRIVATE,
+					0, NULL) == 0 ? 0 : errno;
+		REQUIRE(lock_pi_errno == ENOSYS, "FUTEX_LOCK_PI under the filter: "
+			"expected ENOSYS, got %s", strerror(lock_pi_errno));
+		scenario(0);
+		fflush(stdout);
+		_exit(harness_failures ? 1 : 0);
+	}
+	REQUIRE(pid > 0, "fork");
+	end = mono_ns() + 3 * POLL_NS;
+	while (waitpid(pid, &st, WNOHANG) == 0 && mono_ns() < end)
+		sched_yield();
+	if (mono_ns() >= end && kill(pid, SIGKILL) == 0) {
+		waitpid(pid, &st, 0);
+		FAIL("the scenario without PI futexes: expected to end within "
+		     "%ld s, got a hang (killed)", 3 * POLL_NS / 1000000000L);
+	}
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the scenario without "
+	      "PI futexes: expected exit 0, got status %#x", st);
+}
+
 /* The first two CPUs this process may use; 0 when there are fewer. */
 static int two_cpus(void)
 {
@@ -434,7 +531,8 @@ int main(void)
 	sched_setscheduler(0, SCHED_OTHER, &sp);
 	if (!two_cpus())
 		skip("two CPUs needed (the main thread watches from the second)");
-	scenario();
+	scenario(1);
 	fork_scenario();
+	no_pi_scenario();
 	TEST_DONE();
 }
