@@ -46,18 +46,21 @@ static inline void weft_lock(weft_lock_t *l)
 	weft_lock_slow(l, self);
 }
 
-/* The CAS fails when FUTEX_WAITERS is set: the kernel hands the lock
+/* Only the holder unlocks, so the word's tid is the caller's: no need
+   to read it from the TCB again.  The CAS fails when FUTEX_WAITERS is
+   set (or the kernel sets it meanwhile): the kernel then hands the lock
    to its best sleeper. */
 static inline void weft_unlock(weft_lock_t *l)
 {
-	int self = host_self_tid_any(), held = self;
+	int held = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
 
-	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &held, 0, 0,
+	if (__builtin_expect(!(held & FUTEX_WAITERS), 1) &&
+	    __builtin_expect(__atomic_compare_exchange_n(&l->word, &held, 0, 0,
 							 __ATOMIC_RELEASE,
 							 __ATOMIC_RELAXED),
 			     1))
 		return;
-	weft_unlock_slow(l, self);
+	weft_unlock_slow(l, held & FUTEX_TID_MASK);
 }
 
 /* In a fork child only the forking thread exists: whoever held the lock

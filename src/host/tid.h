@@ -27,7 +27,7 @@ static inline int host_self_tid_any(void)
 	size_t off = __atomic_load_n(&host_tid_off, __ATOMIC_RELAXED);
 
 	if (__builtin_expect(off != 0, 1))
-		return *(volatile int *)((char *)arch_thread_pointer() + off);
+		return arch_tp_load32(off);
 	return sys_gettid();
 }
 
