@@ -24,8 +24,14 @@
  *   mutex   pthread_mutex_lock + pthread_mutex_unlock (default mutex type)
  *   cas     the floor: one compare-and-swap to take a private lock word and
  *           one release store to free it, no library at all.
+ *   key     pthread_key_create + pthread_key_delete: under weft each takes
+ *           the library's internal key lock once, nobody else wanting it.
+ *   condwait pthread_cond_timedwait on a private condvar with a deadline
+ *           already past (tv_sec -1), holding the mutex: the waiter joins
+ *           and leaves the waiter list, under weft each step under the
+ *           condvar's internal lock; no system call in either library.
  *
- * Usage: sync_uncontended [-m mutex|cas] [-n pairs] [-S]
+ * Usage: sync_uncontended [-m mutex|cas|key|condwait] [-n pairs] [-S]
  */
 #include "sync_common.h"
 
@@ -75,6 +81,26 @@ static __attribute__((noinline)) void pair_cas(void)
 						     memory_order_relaxed))
 		abort(); /* uncontended by construction */
 	atomic_store_explicit(&cas_word, 0, memory_order_release);
+}
+
+static __attribute__((noinline)) void pair_key(void)
+{
+	pthread_key_t k;
+
+	SYNC_OK(pthread_key_create(&k, NULL));
+	SYNC_OK(pthread_key_delete(k));
+}
+
+static pthread_cond_t cnd = PTHREAD_COND_INITIALIZER;
+
+static __attribute__((noinline)) void pair_condwait(void)
+{
+	static const struct timespec past = { -1, 0 };
+
+	pthread_mutex_lock(&mtx);
+	if (pthread_cond_timedwait(&cnd, &mtx, &past) != ETIMEDOUT)
+		abort(); /* nobody signals */
+	pthread_mutex_unlock(&mtx);
 }
 
 static __attribute__((noinline)) void pair_empty(void)
@@ -226,8 +252,9 @@ static long step_count(void (*pair)(void))
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-m mutex|cas] [-n pairs] [-S]\n"
-		"  -m M   mutex (default) or cas (raw one-CAS floor)\n"
+		"usage: %s [-m mutex|cas|key|condwait] [-n pairs] [-S]\n"
+		"  -m M   mutex (default), cas (raw one-CAS floor), key (key\n"
+		"         create + delete), condwait (a timed wait already due)\n"
 		"  -n N   measured pairs (default 20m)\n"
 		"  -S     also count the instructions of one pair by single-stepping\n",
 		prog);
@@ -255,6 +282,10 @@ int main(int argc, char **argv)
 		pair = pair_mutex;
 	else if (strcmp(mode, "cas") == 0)
 		pair = pair_cas;
+	else if (strcmp(mode, "key") == 0)
+		pair = pair_key;
+	else if (strcmp(mode, "condwait") == 0)
+		pair = pair_condwait;
 	else
 		usage(argv[0]);
 
@@ -299,7 +330,8 @@ int main(int argc, char **argv)
 	else if (step_instr == -1)
 		printf(" step_instr=NA");
 	static const char *const libs[] = { "pthread_mutex_lock", "pthread_mutex_unlock",
-					     "pthread_create", NULL };
+					     "pthread_create", "pthread_key_create",
+					     "pthread_cond_timedwait", NULL };
 	sync_print_libs(libs);
 	printf("\n");
 	return 0;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test in both modes and prints one line per run, then the
-# summary line "N passed, N failed".
+# summary line "N passed, N failed" (", N skipped" when some were).
 #   linked:  build/tests/linked/NAME  (libweft linked before libc)
 #   preload: LD_PRELOAD=build/libweft.so build/tests/preload/NAME
 # Shell tests (tests/t_*.sh) get the mode as their first argument.
+# Exit status 77 means the test could not run its checks here (it prints
+# why, e.g. SCHED_FIFO refused with WEFT_TEST_NO_RT=1): reported as SKIP,
+# counted apart, never as a pass.
 # A single test: tests/run.sh NAME ...   Time limit per run: WEFT_TEST_TIMEOUT (s).
 #   WEFT_BUILD=DIR         run the tests of another build directory (made
 #                          with make B=DIR tests); logs in DIR/tests/log.
@@ -24,6 +27,7 @@ preload="${WEFT_PRELOAD_FIRST:+$WEFT_PRELOAD_FIRST }$lib"
 limit=${WEFT_TEST_TIMEOUT:-300}
 pass=0
 fail=0
+skipped=0
 failed=()
 
 names=("$@")
@@ -53,6 +57,10 @@ run_one() { # name mode
 	if [ $rc -eq 0 ]; then
 		pass=$((pass + 1))
 		printf 'PASS %-28s %-8s %6ss\n' "$name" "$mode" "$secs"
+	elif [ $rc -eq 77 ]; then
+		skipped=$((skipped + 1))
+		printf 'SKIP %-28s %-8s %6ss (%s)\n' "$name" "$mode" "$secs" \
+			"$(grep -m1 '^SKIP' "$log" | sed 's/^SKIP:* *//')"
 	else
 		fail=$((fail + 1))
 		failed+=("$name/$mode")
@@ -73,5 +81,7 @@ echo
 if [ $fail -ne 0 ]; then
 	echo "failed: ${failed[*]}"
 fi
-echo "$pass passed, $fail failed"
+skips=
+[ $skipped -ne 0 ] && skips=", $skipped skipped"
+echo "$pass passed, $fail failed$skips"
 [ $fail -eq 0 ]

@@ -10,7 +10,6 @@
 #include "../host/attr_layout.h"
 #include "../host/glibc.h"
 #include "../kernel/clone.h"
-#include "../kernel/futex.h"
 #include "lock.h"
 #include "thread.h"
 
@@ -62,7 +61,9 @@ static void ext_free(struct glibc_attr_extension *e)
 }
 
 /* fork: the lock is held across it, so the child finds the defaults
-   whole (and the lock free). */
+   whole.  The child resets it rather than unlocking it: the word holds
+   the forking thread's tid in the parent, and the child's tid is
+   another (lock.h). */
 void thread_default_lock_for_fork(void)
 {
 	weft_lock(&default_lock);
@@ -71,6 +72,11 @@ void thread_default_lock_for_fork(void)
 void thread_default_unlock_after_fork(void)
 {
 	weft_unlock(&default_lock);
+}
+
+void thread_default_reset_in_child(void)
+{
+	weft_lock_reset(&default_lock);
 }
 
 int thread_default_attr_get(pthread_attr_t *out)
@@ -121,8 +127,12 @@ int thread_default_attr_set(const pthread_attr_t *in)
 /* The start gate: a thread whose attributes ask for scheduling or CPU
    affinity waits before user code until its creator has applied them;
    if the kernel refuses, the thread ends without running user code and
-   pthread_create reports the error (as glibc does). */
-enum { GATE_OPEN = 0, GATE_WAIT = 1, GATE_ABORT = 2 };
+   pthread_create reports the error (as glibc does).  The gate is an
+   internal lock the creator takes before clone and releases when the
+   setup is done, so the waiting thread lends the creator its priority:
+   once the creator has made it, say, SCHED_FIFO 90, a thread of middle
+   priority cannot keep the creator, and so the new thread, from going
+   on (docs/sync.md, "Internal locks and waits"). */
 
 static void *run_c11(void *p)
 {
@@ -137,13 +147,14 @@ static void *run_c11(void *p)
 static int thread_entry(void *p)
 {
 	struct weft_thread *t = p;
-	int gate;
 
 	host_thread_begin(t->tcb);
-	while ((gate = __atomic_load_n(&t->start_gate, __ATOMIC_ACQUIRE)) == GATE_WAIT)
-		futex_wait(&t->start_gate, GATE_WAIT, WEFT_FUTEX_PRIVATE);
-	if (gate == GATE_ABORT)
-		thread_finish(t);
+	if (t->gated) {
+		weft_lock(&t->start_gate);
+		weft_unlock(&t->start_gate);
+		if (t->setup_failed)
+			thread_finish(t);
+	}
 	if (t->set_sigmask)
 		sys_sigprocmask(SIG_SETMASK, &t->sigmask, NULL);
 	t->result = t->c11 ? host_run_thread(run_c11, t)
@@ -208,14 +219,13 @@ static int finish_setup(struct weft_thread *t, int tid,
 	int err = apply_setup(tid, s);
 
 	if (err == 0) {
-		__atomic_store_n(&t->start_gate, GATE_OPEN, __ATOMIC_RELEASE);
-		futex_wake(&t->start_gate, 1, WEFT_FUTEX_PRIVATE);
+		weft_unlock(&t->start_gate); /* `t` is the thread's from here */
 		return 0;
 	}
 	/* The thread has not run user code; reap it like a join would. */
 	t->join_state = WEFT_JOINABLE;
-	__atomic_store_n(&t->start_gate, GATE_ABORT, __ATOMIC_RELEASE);
-	futex_wake(&t->start_gate, 1, WEFT_FUTEX_PRIVATE);
+	t->setup_failed = 1;
+	weft_unlock(&t->start_gate);
 	thread_join(t, NULL, CLOCK_REALTIME, NULL, WEFT_JOIN_REAP);
 	return err;
 }
@@ -257,8 +267,7 @@ static int create_with(pthread_t *out, const struct glibc_attr *ga,
 	t->start = start;
 	t->arg = arg;
 	t->c11 = c11;
-	gated = wants_setup(ga, &setup);
-	t->start_gate = gated ? GATE_WAIT : GATE_OPEN;
+	gated = t->gated = wants_setup(ga, &setup);
 	t->origin = WEFT_ORIGIN_CREATED;
 	t->attr_flags = ga ? ga->flags : 0;
 	t->attr_stacksize = req.user_top ? req.user_size : req.stacksize;
@@ -287,11 +296,16 @@ static int create_with(pthread_t *out, const struct glibc_attr *ga,
 		t->sigmask = *(const ksigset_t *)&ga->extension->sigmask;
 		t->set_sigmask = set_mask = 1;
 	}
+	if (gated)
+		weft_lock(&t->start_gate);
 	/* From here a detached thread may finish and reclaim itself at any
-	   moment: `t` must not be touched once clone succeeded. */
+	   moment: `t` must not be touched once clone succeeded (unless
+	   gated: then not after the gate is open). */
 	rc = weft_clone(WEFT_CLONE_THREAD_FLAGS, (char *)t, (int *)t->tidp,
 			(int *)t->tidp, t->tcb, thread_entry, t);
 	if (rc < 0) {
+		if (gated)
+			weft_unlock(&t->start_gate);
 		if (set_mask)
 			sys_sigprocmask(SIG_SETMASK, &old, NULL);
 		host_list_del(t->tcb);

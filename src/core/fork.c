@@ -1,8 +1,11 @@
 /* fork() from any thread.  glibc's fork does the kernel part and its own
    bookkeeping (the child's TID lands in the surviving thread's tid word,
    the robust list is re-registered, __nptl_nthreads becomes 1).  weft's
-   handlers keep its own state consistent: no weft lock may be held
-   across the fork, and in the child every other thread is gone, so its
+   handlers keep its own state consistent: the prepare handler takes
+   the internal locks, so that no other thread holds one across the
+   fork, and the child resets them rather than unlocking them (a lock's
+   word holds its holder's tid, core/lock.h, and the child's tid is not
+   the parent's).  In the child every other thread is gone, so its
    slot, TLS, malloc state and mapping are reclaimed there. */
 #include <stdlib.h>
 
@@ -72,7 +75,7 @@ static void fork_child(void)
 	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
 	stats_reset_in_child();
 	__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
-	thread_default_unlock_after_fork();
+	thread_default_reset_in_child();
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../kernel/syscall.h"
+#include "lock.h"
 
 enum weft_origin {
 	WEFT_ORIGIN_CREATED = 1, /* made by weft's pthread_create */
@@ -67,7 +68,9 @@ struct weft_thread {
 	uint32_t slot;	     /* registry slot */
 	ksigset_t sigmask;   /* mask to install at start, if set_sigmask */
 	int set_sigmask;
-	int start_gate;	     /* futex: GATE_* while the creator sets it up */
+	int gated;	     /* must wait for the creator's setup (create.c) */
+	weft_lock_t start_gate; /* held by the creator during that setup */
+	int setup_failed;    /* the thread must end without running */
 	int ops_busy;	     /* calls acting on this thread by tid (target.c) */
 	int ops_closed;	     /* set at exit: no new call may use the tid */
 	int c11;	     /* start is a C11 thrd_start_t (returns int) */
@@ -177,6 +180,7 @@ int thread_default_attr_get(pthread_attr_t *out);
 int thread_default_attr_set(const pthread_attr_t *in);
 void thread_default_lock_for_fork(void);
 void thread_default_unlock_after_fork(void);
+void thread_default_reset_in_child(void);
 void thread_finish(struct weft_thread *t) __attribute__((noreturn));
 /* Runs an exit duty (destructors) of the calling thread `t` so that a
    pthread_exit inside it ends only the destructor that called it, as in

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "../core/thread.h"
+#include "tid.h"
 
 /* glibc's own implementations, for forwarding (fallback mode, threads
    weft did not create) and for the engine weft delegates to. */
@@ -76,15 +77,7 @@ size_t host_tcb_size(void);
 int host_tcb_prepare(char *tcb, char *block, size_t block_size);
 volatile int *host_tid_word(char *tcb);
 
-/* Offset of the tid word in glibc's struct pthread (set by host_init).
-   glibc keeps it current in every thread, across fork too, so the
-   synchronisation objects read the caller's tid from there: two loads,
-   no system call. */
-extern size_t host_tid_off;
-static inline int host_self_tid(void)
-{
-	return *(volatile int *)((char *)arch_thread_pointer() + host_tid_off);
-}
+/* host_self_tid(): the caller's tid from that word (tid.h). */
 /* Writes the `words` of libc malloc state into the new thread's TLS. */
 void host_malloc_state_install(char *tcb, const uintptr_t *words);
 

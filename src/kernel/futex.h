@@ -90,6 +90,15 @@ static inline long futex_cmp_requeue(volatile int *addr, int nwake, int nmove,
 long futex_lock_pi(volatile int *addr, clockid_t clock,
 		   const struct timespec *abstime, int priv);
 
+/* FUTEX_LOCK_PI without a deadline, with the kernel's answer as it is
+   (-ENOSYS from a kernel built without PI futexes, which
+   futex_lock_pi reports as -EINVAL): weft's internal lock
+   (core/lock.c) falls back to plain futexes on it. */
+static inline long futex_lock_pi_untimed(volatile int *addr, int priv)
+{
+	return sys_call4(SYS_futex, addr, FUTEX_LOCK_PI | priv, 0, NULL);
+}
+
 /* Gives a PI word to its first waiter (or frees it); the kernel reads
    and writes the word, the caller no longer touches it. */
 static inline long futex_unlock_pi(volatile int *addr, int priv)

@@ -40,6 +40,22 @@ struct pp_thread {
 
 static __thread struct pp_thread pp_self __attribute__((tls_model("initial-exec")));
 
+/* fork: another thread may hold the forking thread's lock (its
+   pthread_setschedparam on this thread) at the instant of the fork.
+   That thread does not exist in the child, and the lock's word names
+   it: the child resets the lock.  Its counts stay: the child holds the
+   same mutexes, at the same priority. */
+static void pp_fork_child(void)
+{
+	weft_lock_reset(&pp_self.lock);
+}
+
+/* Registered at load time, never from inside a fork handler. */
+__attribute__((constructor)) static void pp_register_fork(void)
+{
+	pthread_atfork(NULL, NULL, pp_fork_child);
+}
+
 /* Another thread's state.  Initial-exec TLS sits at the same offset
    from every thread's thread pointer (the ELF TLS ABI: the code reads
    it %fs-relative with a constant offset). */
