@@ -130,6 +130,18 @@ need_tools() {
 	fi
 }
 
+# rm -rf of a chroot, refused while anything is mounted below it (a
+# bind mount of /dev there would take the host's devices with it).
+remove_tree() { # dir
+	[ -e "$1" ] || return 0
+	if awk -v d="$(realpath "$1")/" 'index($5 "/", d) == 1 { found = 1 } END { exit !found }' \
+		/proc/self/mountinfo; then
+		note "not removing $1: something is mounted below it"
+		return 1
+	fi
+	rm -rf "$1"
+}
+
 # Makes (or reuses) the chroot of a release; prints its directory.  A
 # chroot counts only when complete: .weft-ready is written last, and a
 # new one is built beside the old and moved into place.
@@ -143,13 +155,17 @@ ensure_chroot() { # release logdir
 	[ -n "$mirror" ] || die "no Debian mirror found in the apt sources; set WEFT_GLIBC_MIRROR"
 	note "$rel: making the chroot in $dir with debootstrap (a few minutes, once)"
 	t0=$(date +%s)
-	rm -rf "$new"
+	remove_tree "$new" || return 1
 	# --variant=minbase: essential packages and apt only; the compiler
-	# and test tools come with --include.
-	if ! nice debootstrap --variant=minbase --include="$packages" \
+	# and test tools come with --include.  debootstrap mounts /proc (and
+	# more in a container) inside the target while it configures the
+	# packages: in a private mount namespace those mounts cannot outlive
+	# it on the host, even if it is killed.
+	if ! nice unshare --mount --propagation private \
+		debootstrap --variant=minbase --include="$packages" \
 		"$rel" "$new" "$mirror" >"$log/debootstrap.log" 2>&1; then
 		tail -n 15 "$log/debootstrap.log" >&2
-		rm -rf "$new"
+		remove_tree "$new"
 		note "$rel: debootstrap failed (log: $log/debootstrap.log)"
 		return 1
 	fi
@@ -162,7 +178,7 @@ ensure_chroot() { # release logdir
 		echo "glibc $(libc6_version "$new")"
 		echo "gcc $(chroot "$new" gcc -dumpfullversion 2>/dev/null)"
 	} >"$new/.weft-ready"
-	rm -rf "$dir"
+	remove_tree "$dir" || return 1
 	mv "$new" "$dir"
 	note "$rel: chroot ready ($(sed -n 1p "$dir/.weft-ready"))"
 	echo "$dir"
@@ -199,6 +215,12 @@ inside() { # release chroot logdir
 	# A private /dev/shm: named semaphores and shm objects of the tests
 	# stay in the chroot, and none of the host's leak in.
 	mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$ch/dev/shm" || return 2
+
+	# Some suites' minbase has no /etc/hosts (bookworm's), and the tests
+	# resolve "localhost" (t_libc's getaddrinfo).
+	[ -s "$ch/etc/hosts" ] ||
+		printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
+			>"$ch/etc/hosts"
 
 	# The tree: a fresh copy of the working tree, built from scratch.
 	rm -rf "$ch/weft"
