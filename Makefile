@@ -6,6 +6,8 @@
 #   make check        all tests, each in linked and preloaded mode
 #   make check-posix  Open POSIX Test Suite, glibc vs weft (fetches it)
 #   make check-apps   real Debian programs, glibc vs weft (installs them)
+#   make check-glibc  build and test weft in Debian 13 and unstable chroots
+#                     (other glibc releases; tests/glibc/run.sh, root)
 #   make bench        the benchmark suite (weft vs glibc), see bench/
 #   make bench-progs  only build the benchmark programs (build/bench/)
 #   make install PREFIX=/usr/local
@@ -161,6 +163,12 @@ check-posix: all
 check-apps: all
 	tests/apps/run.sh $(APPS)
 
+# weft on other glibc releases: Debian chroots (cached outside the clone)
+# with their own glibc and compiler; weft must serve there and pass
+# `make check` (tests/glibc/run.sh; RELEASES="trixie" runs only those).
+check-glibc:
+	tests/glibc/run.sh $(RELEASES)
+
 # ---------------------------------------------------------------- bench
 bench: all
 	$(MAKE) -C bench
@@ -188,7 +196,7 @@ clean:
 	rm -rf $(B) $(BIN)
 	-$(MAKE) -C bench clean
 
-.PHONY: all tests check check-posix check-apps bench bench-progs install clean
+.PHONY: all tests check check-posix check-apps check-glibc bench bench-progs install clean
 .SECONDARY:
 
 # The compiler's dependency files of every target (absent before its
