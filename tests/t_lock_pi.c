@@ -247,6 +247,7 @@ static void scenario(int pi)
 	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_PROTECT);
 	pthread_mutexattr_setprioceiling(&ma, HIGH);
 	CHECK_ERR(pthread_mutex_init(&s->pp, &ma), 0);
+	pthread_mutexattr_destroy(&ma);
 	sem_init(&s->go, 0, 0);
 	rt_attr(&la, LOW);
 	rt_attr(&ma_, MEDIUM);
@@ -272,6 +273,9 @@ static void scenario(int pi)
 	pthread_join(high, NULL);
 	pthread_join(medium, NULL);
 	pthread_join(s->low, NULL);
+	pthread_attr_destroy(&la);
+	pthread_attr_destroy(&ma_);
+	pthread_attr_destroy(&ha);
 
 	if (pi) {
 		CHECK(!gave_up, "high thread: expected its pthread_getschedparam "
@@ -412,6 +416,8 @@ static void fork_scenario(void)
 	}
 	pthread_join(f->forker, NULL);
 	pthread_join(raiser, NULL);
+	pthread_attr_destroy(&fa);
+	pthread_attr_destroy(&ra);
 	CHECK(WIFEXITED(f->child_status) && WEXITSTATUS(f->child_status) == 0,
 	      "fork child: expected exit 0, got status %#x (exit n: step n "
 	      "failed)", f->child_status);
