@@ -434,37 +434,6 @@ static void test_cancel(void)
 
 /* ------------------------------------------------------------ RT parts */
 
-static int rt_self(int prio, int cpu)
-{
-	struct sched_param sp = {.sched_priority = prio};
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
-		return -1;
-	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-}
-
-static int stat_field(int t, int field)
-{
-	char path[64], buf[1024];
-	FILE *f;
-	size_t n;
-	char *p;
-
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", t);
-	if (!(f = fopen(path, "r")))
-		return INT_MIN;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	for (int i = 3; i < field && p; i++)
-		p = strchr(p + 2, ' ') ? strchr(p + 2, ' ') - 1 : NULL;
-	return p ? atoi(p + 2) : INT_MIN;
-}
-
 /* The inversion with the low thread in the condvar.  CPU 0, SCHED_FIFO:
    low (10) waits on the condvar of a PI mutex; medium (20) spins; high
    (30) signals (the kernel hands the free mutex to low, which cannot run

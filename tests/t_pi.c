@@ -360,40 +360,6 @@ struct inv {
 	int high_res;
 };
 
-static int stat_field(int t, int field)
-{
-	char path[64], buf[1024];
-	FILE *f;
-	size_t n;
-	char *p;
-
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", t);
-	if (!(f = fopen(path, "r")))
-		return INT_MIN;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	if (!p)
-		return INT_MIN;
-	/* p + 2 is field 3 */
-	for (int i = 3; i < field && p; i++)
-		p = strchr(p + 2, ' ') ? strchr(p + 2, ' ') - 1 : NULL;
-	return p ? atoi(p + 2) : INT_MIN;
-}
-
-static int rt_self(int prio, int cpu)
-{
-	struct sched_param sp = {.sched_priority = prio};
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
-		return -1;
-	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-}
-
 static int stop(struct inv *v)
 {
 	return __atomic_load_n(&v->observed, __ATOMIC_ACQUIRE) ||

@@ -2,6 +2,7 @@
 #ifndef WEFT_TEST_TID_COMMON_H
 #define WEFT_TEST_TID_COMMON_H
 
+#include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -218,6 +219,44 @@ static inline void cond_rounds(pthread_mutex_t *m, int pshared, int robust,
 		CHECK_ERR(pthread_mutex_unlock(m), 0);
 	}
 	pthread_cond_destroy(&cv);
+}
+
+/* Field `field` of /proc/self/task/T/stat (18: the effective priority,
+   -1 - rtprio for a real-time thread; 40: rt_priority), INT_MIN if
+   unreadable. */
+static inline int stat_field(int t, int field)
+{
+	char path[64], buf[1024];
+	FILE *f;
+	size_t n;
+	char *p;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", t);
+	if (!(f = fopen(path, "r")))
+		return INT_MIN;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p)
+		return INT_MIN;
+	/* p + 2 is field 3 */
+	for (int i = 3; i < field && p; i++)
+		p = strchr(p + 2, ' ') ? strchr(p + 2, ' ') - 1 : NULL;
+	return p ? atoi(p + 2) : INT_MIN;
+}
+
+/* Pins the caller to `cpu` and makes it SCHED_FIFO at `prio`. */
+static inline int rt_self(int prio, int cpu)
+{
+	struct sched_param sp = {.sched_priority = prio};
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
+		return -1;
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 }
 
 /* A lost wake-up or a missing EOWNERDEAD would block for ever: the test
