@@ -72,16 +72,6 @@ static int sleeps_in(int t, int op)
 	return 0;
 }
 
-static int poll_flag(int *f)
-{
-	long end = mono_ns() + 5000000000L;
-
-	while (!__atomic_load_n(f, __ATOMIC_ACQUIRE))
-		if (mono_ns() > end)
-			return 0;
-	return 1;
-}
-
 static int poll_word_bit(int *w, int bit)
 {
 	long end = mono_ns() + 5000000000L;

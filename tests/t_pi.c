@@ -408,17 +408,6 @@ static void *high_main(void *p)
 	return NULL;
 }
 
-/* Polls (at most 5 s) until `f` is set, from the main thread. */
-static int poll_flag(int *f)
-{
-	long end = mono_ns() + 5000000000L;
-
-	while (!__atomic_load_n(f, __ATOMIC_ACQUIRE))
-		if (mono_ns() > end)
-			return 0;
-	return 1;
-}
-
 static void test_inversion(void)
 {
 	struct sched_param sp = {.sched_priority = 1};

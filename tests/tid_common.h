@@ -221,6 +221,17 @@ static inline void cond_rounds(pthread_mutex_t *m, int pshared, int robust,
 	pthread_cond_destroy(&cv);
 }
 
+/* Polls (at most 5 s) until `f` is set: 1, or 0 at the deadline. */
+static inline int poll_flag(int *f)
+{
+	long end = mono_ns() + 5000000000L;
+
+	while (!__atomic_load_n(f, __ATOMIC_ACQUIRE))
+		if (mono_ns() > end)
+			return 0;
+	return 1;
+}
+
 /* Field `field` of /proc/self/task/T/stat (18: the effective priority,
    -1 - rtprio for a real-time thread; 40: rt_priority), INT_MIN if
    unreadable. */
