@@ -422,6 +422,129 @@ static void test_cancel(void)
 	CHECK_ERR(pthread_cond_destroy(&c), 0);
 }
 
+/* ------------------------------------------------------------ ping-pong
+
+   Two threads on one CPU hand a turn back and forth through two
+   condvars of one PI mutex (the latency benchmark's broadcast round):
+   the waiter announces itself and signals the other under the mutex,
+   then waits; the other broadcasts, under the mutex or after the
+   unlock.  The waiter's release of the mutex hands it to the other
+   thread, which may run at once (preemption under SCHED_OTHER, or a
+   higher SCHED_FIFO priority) and pick the waiter before the waiter is
+   asleep: the wait must still see it was picked (a wait that then
+   slept on would never be woken: the lost wake-up this checks for).
+   The main thread watches the rounds go by and fails, naming the round
+   and the side, if none passes for 2 s. */
+struct pong {
+	pthread_mutex_t m;
+	pthread_cond_t turn, ready;
+	int waiting, gen, rounds, released;
+	int prio_waiter, prio_sender; /* SCHED_FIFO, or 0: SCHED_OTHER */
+	int progress, where[2], err;
+};
+
+static void pong_sched(struct pong *p, int prio)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
+		__atomic_store_n(&p->err, 1, __ATOMIC_RELEASE);
+	if (prio && rt_self(prio, 0))
+		__atomic_store_n(&p->err, 2, __ATOMIC_RELEASE);
+}
+
+static void *pong_waiter(void *arg)
+{
+	struct pong *p = arg;
+
+	CHECK_WEFT_THREAD();
+	pong_sched(p, p->prio_waiter);
+	CHECK_ERR(pthread_mutex_lock(&p->m), 0);
+	for (int i = 0; i < p->rounds; i++) {
+		int seen = p->gen;
+		p->waiting = 1;
+		CHECK_ERR(pthread_cond_signal(&p->ready), 0);
+		__atomic_store_n(&p->where[0], i, __ATOMIC_RELAXED);
+		while (p->gen == seen)
+			CHECK_ERR(pthread_cond_wait(&p->turn, &p->m), 0);
+		__atomic_add_fetch(&p->progress, 1, __ATOMIC_RELEASE);
+	}
+	CHECK_ERR(pthread_mutex_unlock(&p->m), 0);
+	return NULL;
+}
+
+static void *pong_sender(void *arg)
+{
+	struct pong *p = arg;
+
+	CHECK_WEFT_THREAD();
+	pong_sched(p, p->prio_sender);
+	for (int i = 0; i < p->rounds; i++) {
+		CHECK_ERR(pthread_mutex_lock(&p->m), 0);
+		__atomic_store_n(&p->where[1], i, __ATOMIC_RELAXED);
+		while (!p->waiting)
+			CHECK_ERR(pthread_cond_wait(&p->ready, &p->m), 0);
+		p->waiting = 0;
+		p->gen++;
+		if (p->released) {
+			CHECK_ERR(pthread_mutex_unlock(&p->m), 0);
+			CHECK_ERR(pthread_cond_broadcast(&p->turn), 0);
+		} else {
+			CHECK_ERR(pthread_cond_broadcast(&p->turn), 0);
+			CHECK_ERR(pthread_mutex_unlock(&p->m), 0);
+		}
+	}
+	return NULL;
+}
+
+static void check_pingpong(int prio_waiter, int prio_sender, int rounds)
+{
+	for (int released = 0; released < 2; released++) {
+		struct pong *p = calloc(1, sizeof *p);
+		pthread_t tw, ts;
+		int last = -1;
+		long idle_since = mono_ns();
+
+		pi_init(&p->m, PTHREAD_MUTEX_NORMAL, 0, 0);
+		pthread_cond_init(&p->turn, NULL);
+		pthread_cond_init(&p->ready, NULL);
+		p->rounds = rounds;
+		p->released = released;
+		p->prio_waiter = prio_waiter;
+		p->prio_sender = prio_sender;
+		REQUIRE(pthread_create(&tw, NULL, pong_waiter, p) == 0, "create");
+		REQUIRE(pthread_create(&ts, NULL, pong_sender, p) == 0, "create");
+		for (;;) {
+			int done = __atomic_load_n(&p->progress, __ATOMIC_ACQUIRE);
+			if (done == rounds)
+				break;
+			if (done != last) {
+				last = done;
+				idle_since = mono_ns();
+			} else if (mono_ns() - idle_since > 2000000000L) {
+				FAIL("ping-pong on one CPU (priorities %d/%d, broadcast "
+				     "%s the unlock): expected %d rounds, got stuck "
+				     "after %d: a lost wake-up (waiter in round %d, "
+				     "sender in round %d)", prio_waiter, prio_sender,
+				     released ? "after" : "before", rounds, done,
+				     p->where[0], p->where[1]);
+				_exit(1); /* the threads are stuck */
+			}
+			usleep(1000);
+		}
+		pthread_join(tw, NULL);
+		pthread_join(ts, NULL);
+		CHECK(p->err == 0, "ping-pong: scheduling set-up failed (%d)",
+		      p->err);
+		pthread_cond_destroy(&p->turn);
+		pthread_cond_destroy(&p->ready);
+		pthread_mutex_destroy(&p->m);
+		free(p);
+	}
+}
+
 /* ------------------------------------------------------------ RT parts */
 
 /* The inversion with the low thread in the condvar.  CPU 0, SCHED_FIFO:
@@ -765,7 +888,11 @@ int main(void)
 	test_recursive_depth();
 	test_timeout_after_signal();
 	test_cancel();
+	check_pingpong(0, 0, 20000);
 	if (rt_allowed()) {
+		fprintf(stderr, "ping-pong\n");
+		check_pingpong(10, 20, 2000);
+		check_pingpong(20, 10, 2000);
 		fprintf(stderr, "inversion\n");
 		test_inversion(0);
 		test_inversion(1);

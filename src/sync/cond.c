@@ -395,7 +395,12 @@ static int pi_sleep(struct wait_ctx *x, int clock,
 {
 	struct cnode *n = &x->node;
 	struct wmutex *m = x->m;
-	int expect = n->state; /* our ticket, WAITING */
+	/* Our ticket with WAITING, whatever the word says now: a signaller
+	   that ran between our release of the mutex and this point (it may
+	   have been handed the mutex and preempted us) has claimed us
+	   already, and a sleep on the claimed value would never end. */
+	int expect = (__atomic_load_n(&n->state, __ATOMIC_RELAXED) &
+		      ~CN_STATE) | CN_WAITING;
 
 	for (;;) {
 		long k = futex_wait_requeue_pi_cp(&n->state, expect, clock,
