@@ -615,18 +615,14 @@ static void bad_input(void)
 static int rt_available(void)
 {
 	struct sched_param p = {.sched_priority = 1};
-	int r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+	int r;
 
+	if (!harness_rt_wanted())
+		return 0;
+	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
 	if (r == 0)
 		return 1;
-	if (r == EPERM && getenv("WEFT_TEST_NO_RT") &&
-	    !strcmp(getenv("WEFT_TEST_NO_RT"), "1")) {
-		printf("SCHED_FIFO refused (EPERM): real-time part skipped "
-		       "(WEFT_TEST_NO_RT=1)\n");
-		return 0;
-	}
-	REQUIRE(0, "SCHED_FIFO: expected 0, got %d (%s); set WEFT_TEST_NO_RT=1 "
-		"to skip the real-time part", r, strerror(r));
+	RT_REFUSED(r);
 	return 0;
 }
 
