@@ -2,11 +2,20 @@
    memory), every error, timeouts on both clocks, exclusion under stress
    with invariants checked inside the critical sections, writer
    preference without writer starvation (worst writer wait reported),
-   a storm of timed lock calls that give up (no lost wake-up), and a
-   process-shared lock across fork. */
+   a storm of timed lock calls that give up (no lost wake-up), a
+   process-shared lock across fork, and sleeps that ask the kernel for
+   no scheduling facts. */
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include "harness.h"
 
@@ -495,6 +504,111 @@ static void pshared_fork(void)
 	munmap(s, sizeof *s);
 }
 
+/* ------------------------------------------------ no question per sleep
+
+   A sleeping reader or writer needs its real-time priority (the
+   priority rules of t_rwlock_rt); core/rt_hint.h answers from memory in
+   a program that never used a real-time policy, and from a per-thread
+   cache otherwise.  In a child, once one contended round has settled
+   the hint, a seccomp filter turns every sched_getscheduler,
+   sched_getparam and sched_getattr into SIGSYS, which the handler
+   counts (and answers ENOSYS); further contended rounds, each with a
+   reader and a writer asleep on the lock, must make none.  (The rwlock
+   used to ask with two of these calls before every sleep.) */
+static int sched_queries;
+
+static void count_query(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	__atomic_add_fetch(&sched_queries, 1, __ATOMIC_RELAXED);
+	((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
+}
+
+static int trap_sched_queries(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_getscheduler, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_getparam, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_getattr, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+	};
+	struct sock_fprog prog = {.len = sizeof f / sizeof *f, .filter = f};
+	struct sigaction sa = {.sa_sigaction = count_query,
+			       .sa_flags = SA_SIGINFO};
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, NULL) != 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+static pthread_rwlock_t ql;
+static pid_t q_tid;
+
+static void *q_locker(void *arg)
+{
+	int write = arg != NULL;
+
+	__atomic_store_n(&q_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	CHECK_ERR(write ? pthread_rwlock_wrlock(&ql) : pthread_rwlock_rdlock(&ql), 0);
+	CHECK_ERR(pthread_rwlock_unlock(&ql), 0);
+	return NULL;
+}
+
+/* The main thread holds the lock the other way; the locker sleeps on
+   it until released. */
+static void q_round(int write)
+{
+	pthread_t t;
+	pid_t tid;
+
+	__atomic_store_n(&q_tid, 0, __ATOMIC_RELAXED);
+	CHECK_ERR(write ? pthread_rwlock_rdlock(&ql) : pthread_rwlock_wrlock(&ql), 0);
+	REQUIRE(pthread_create(&t, NULL, q_locker, write ? &ql : NULL) == 0,
+		"create");
+	while (!(tid = __atomic_load_n(&q_tid, __ATOMIC_ACQUIRE)))
+		sched_yield();
+	CHECK(task_asleep(tid, 5000000000L), "%s never slept on the lock",
+	      write ? "writer" : "reader");
+	CHECK_ERR(pthread_rwlock_unlock(&ql), 0);
+	pthread_join(t, NULL);
+}
+
+static void no_sched_queries(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0) {
+		CHECK_ERR(pthread_rwlock_init(&ql, NULL), 0);
+		q_round(0); /* settles the hint */
+		q_round(1);
+		REQUIRE(trap_sched_queries() == 0, "seccomp filter: %s",
+			strerror(errno));
+		for (int i = 0; i < 20; i++) {
+			q_round(0);
+			q_round(1);
+		}
+		CHECK(sched_queries == 0, "20 reader and 20 writer sleeps on a "
+		      "rwlock: expected no question to the kernel about "
+		      "scheduling, got %d", sched_queries);
+		_exit(harness_failures ? 1 : 0);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "no-question child: status %#x", st);
+}
+
 int main(void)
 {
 	WEFT_REQUIRE();
@@ -515,5 +629,6 @@ int main(void)
 	timeout_storm(PTHREAD_RWLOCK_PREFER_READER_NP);
 	timeout_storm(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pshared_fork();
+	no_sched_queries();
 	TEST_DONE();
 }
