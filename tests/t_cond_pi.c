@@ -18,8 +18,10 @@
 #include <limits.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "tid_common.h"
+#include "trap_syscalls.h"
 
 #define OP_WAIT_REQUEUE_PI 11
 #define OP_LOCK_PI 6
@@ -853,6 +855,102 @@ static void check_order(int pi, int broadcast)
 	free(o);
 }
 
+/* Destroy and a leaving waiter.  cond_destroy waits for waiters that
+   timed out or were cancelled and are unlinking themselves.  It used to
+   wait with a sched_yield loop, which under SCHED_FIFO never lets a
+   leaver of lower priority on the same CPU run (a yield gives way to
+   equal or higher priorities only); it now sleeps until the leaver has
+   gone.  The state is made by hand, in a child: the condvar's internal
+   lock (a PI word at offset 0, weft's layout: 0 or the holder's tid) is
+   marked held by the main thread, so the waiter (FIFO 10, CPU 0) that
+   times out is left "leaving" and blocked on that lock; the destroyer
+   (FIFO 20, CPU 0) blocks on it too; the main thread (CPU 1) then lets
+   it go (FUTEX_UNLOCK_PI: to the destroyer, the higher).  The destroyer
+   finds the leaver, and must wait for it without a yield (a seccomp
+   filter counts the destroyer's sched_yield calls); it returns 0 once
+   the leaver is gone, and the leaver's wait ETIMEDOUT. */
+struct dleave {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int waiter_tid, destroyer_tid, waiter_res, destroy_res;
+};
+
+static void *dleave_waiter(void *p)
+{
+	struct dleave *d = p;
+	struct timespec ts;
+
+	CHECK_ERR(rt_self(10, 0), 0);
+	__atomic_store_n(&d->waiter_tid, tid(), __ATOMIC_RELEASE);
+	CHECK_ERR(pthread_mutex_lock(&d->m), 0);
+	ts = deadline_in(CLOCK_REALTIME, 200000000);
+	d->waiter_res = pthread_cond_timedwait(&d->c, &d->m, &ts);
+	CHECK_ERR(pthread_mutex_unlock(&d->m), 0);
+	return NULL;
+}
+
+static void *dleave_destroyer(void *p)
+{
+	struct dleave *d = p;
+
+	CHECK_ERR(rt_self(20, 0), 0);
+	trap_tid = tid(); /* from here only ours count */
+	__atomic_store_n(&trap_count, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->destroyer_tid, trap_tid, __ATOMIC_RELEASE);
+	d->destroy_res = pthread_cond_destroy(&d->c);
+	return NULL;
+}
+
+static void destroy_waits_for_leaver(void)
+{
+	static const int nrs[] = {SYS_sched_yield};
+	pid_t pid = fork();
+	int st;
+
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0) {
+		struct dleave *d = calloc(1, sizeof *d);
+		int *cond_lock = (int *)&d->c;
+		pthread_t w, x;
+
+		alarm(10); /* a destroy that spins for ever ends the child */
+		trap_result = 0;
+		REQUIRE(trap_syscalls(nrs, 1) == 0, "seccomp filter: %s",
+			strerror(errno));
+		pthread_mutex_init(&d->m, NULL);
+		pthread_cond_init(&d->c, NULL);
+		pthread_create(&w, NULL, dleave_waiter, d);
+		REQUIRE(poll_flag(&d->waiter_tid), "waiter runs");
+		REQUIRE(sleeps_in(d->waiter_tid, FUTEX_WAIT_BITSET),
+			"waiter asleep in its wait");
+		__atomic_store_n(cond_lock, tid(), __ATOMIC_RELEASE);
+		REQUIRE(sleeps_in(d->waiter_tid, OP_LOCK_PI),
+			"timed-out waiter blocked on the internal lock, got "
+			"futex op %d", futex_op_of(d->waiter_tid));
+		pthread_create(&x, NULL, dleave_destroyer, d);
+		REQUIRE(poll_flag(&d->destroyer_tid), "destroyer runs");
+		REQUIRE(sleeps_in(d->destroyer_tid, OP_LOCK_PI),
+			"destroyer blocked on the internal lock");
+		REQUIRE(syscall(SYS_futex, cond_lock,
+				FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG) == 0,
+			"FUTEX_UNLOCK_PI: %s", strerror(errno));
+		pthread_join(x, NULL);
+		pthread_join(w, NULL);
+		CHECK(d->destroy_res == 0 && d->waiter_res == ETIMEDOUT,
+		      "destroy with a leaving waiter: expected 0 and the "
+		      "waiter's ETIMEDOUT, got %d and %d", d->destroy_res,
+		      d->waiter_res);
+		CHECK(trap_count == 0, "destroy waiting for a leaving waiter of "
+		      "lower priority on its CPU: expected it to sleep, got %d "
+		      "sched_yield call(s)", trap_count);
+		_exit(harness_failures ? 1 : 0);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "destroy-and-leaver child: status %#x (a destroy that never "
+	      "returns ends it by its 10 s alarm)", st);
+}
+
 static int rt_allowed(void)
 {
 	struct sched_param sp = {.sched_priority = 1};
@@ -890,6 +988,8 @@ int main(void)
 		fprintf(stderr, "ping-pong\n");
 		check_pingpong(10, 20, 2000);
 		check_pingpong(20, 10, 2000);
+		fprintf(stderr, "destroy and a leaving waiter\n");
+		destroy_waits_for_leaver();
 		fprintf(stderr, "inversion\n");
 		test_inversion(0);
 		test_inversion(1);

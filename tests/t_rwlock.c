@@ -5,19 +5,13 @@
    a storm of timed lock calls that give up (no lost wake-up), a
    process-shared lock across fork, and sleeps that ask the kernel for
    no scheduling facts. */
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <signal.h>
-#include <stddef.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 #include "harness.h"
+#include "trap_syscalls.h"
 
 /* An absolute deadline `ms` from now on `clock`. */
 static struct timespec deadline(clockid_t clock, long ms)
@@ -510,47 +504,11 @@ static void pshared_fork(void)
    priority rules of t_rwlock_rt); core/rt_hint.h answers from memory in
    a program that never used a real-time policy, and from a per-thread
    cache otherwise.  In a child, once one contended round has settled
-   the hint, a seccomp filter turns every sched_getscheduler,
-   sched_getparam and sched_getattr into SIGSYS, which the handler
-   counts (and answers ENOSYS); further contended rounds, each with a
-   reader and a writer asleep on the lock, must make none.  (The rwlock
-   used to ask with two of these calls before every sleep.) */
-static int sched_queries;
-
-static void count_query(int sig, siginfo_t *si, void *ctx)
-{
-	(void)sig;
-	(void)si;
-	__atomic_add_fetch(&sched_queries, 1, __ATOMIC_RELAXED);
-	((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
-}
-
-static int trap_sched_queries(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_getscheduler, 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_getparam, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_getattr, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-	};
-	struct sock_fprog prog = {.len = sizeof f / sizeof *f, .filter = f};
-	struct sigaction sa = {.sa_sigaction = count_query,
-			       .sa_flags = SA_SIGINFO};
-
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSYS, &sa, NULL) != 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
-
+   the hint, a seccomp filter traps every sched_getscheduler,
+   sched_getparam and sched_getattr (trap_syscalls.h: counted, answered
+   ENOSYS); further contended rounds, each with a reader and a writer
+   asleep on the lock, must make none.  (The rwlock used to ask with two
+   of these calls before every sleep.) */
 static pthread_rwlock_t ql;
 static pid_t q_tid;
 
@@ -590,18 +548,22 @@ static void no_sched_queries(void)
 
 	REQUIRE(pid >= 0, "fork");
 	if (pid == 0) {
+		static const int nrs[] = {SYS_sched_getscheduler,
+					  SYS_sched_getparam, SYS_sched_getattr};
+		alarm(20); /* a hang ends the child */
 		CHECK_ERR(pthread_rwlock_init(&ql, NULL), 0);
 		q_round(0); /* settles the hint */
 		q_round(1);
-		REQUIRE(trap_sched_queries() == 0, "seccomp filter: %s",
+		trap_result = -ENOSYS;
+		REQUIRE(trap_syscalls(nrs, 3) == 0, "seccomp filter: %s",
 			strerror(errno));
 		for (int i = 0; i < 20; i++) {
 			q_round(0);
 			q_round(1);
 		}
-		CHECK(sched_queries == 0, "20 reader and 20 writer sleeps on a "
+		CHECK(trap_count == 0, "20 reader and 20 writer sleeps on a "
 		      "rwlock: expected no question to the kernel about "
-		      "scheduling, got %d", sched_queries);
+		      "scheduling, got %d", trap_count);
 		_exit(harness_failures ? 1 : 0);
 	}
 	REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");

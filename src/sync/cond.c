@@ -32,7 +32,6 @@
    lost one).  Their wake-ups are not PI-aware (docs/sync.md). */
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include "../core/cancel.h"
 #include "../core/rt_hint.h"
 #include "cond.h"
@@ -187,11 +186,23 @@ static void list_unlink(struct wcond *c, struct cnode *prev,
 		c->tail = prev;
 }
 
+/* A leaving waiter (timed out, cancelled) unlinks itself; a destroy
+   that waits for leavers (cond_destroy) is woken, by address only once
+   the internal lock is let go: the condvar may be gone after that. */
 static void unlink_self(struct wcond *c, struct cnode *n)
 {
+	int destroy_waits;
+
 	weft_lock(&c->lock);
 	list_unlink(c, n->prev, n->next);
+	destroy_waits = c->shared_waiters;
+	if (destroy_waits) {
+		c->shared_waiters = 0;
+		__atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
+	}
 	weft_unlock(&c->lock);
+	if (destroy_waits)
+		futex_wake((int *)&c->seq, INT_MAX, WEFT_FUTEX_PRIVATE);
 }
 
 /* ------------------------------------------------------- waking a node */
@@ -795,16 +806,20 @@ int cond_init(struct wcond *c, unsigned attr)
 
 /* EBUSY while a thread is blocked; waits out threads that are leaving
    (timed out or cancelled), which unlink themselves within one hold of
-   the internal lock.  Picked waiters are off the list already and do
-   not touch the condvar any more.  Process-shared: waiters cannot be
-   counted without touching the condvar after a wake-up, so nothing is
-   detected. */
+   the internal lock.  It sleeps meanwhile (a private condvar's `seq`,
+   moved on by each leaver that finds `shared_waiters` set): a leaver of
+   lower priority may need the destroyer's CPU to get that far, which a
+   yield loop under SCHED_FIFO would never give it.  Picked waiters are
+   off the list already and do not touch the condvar any more.
+   Process-shared: waiters cannot be counted without touching the
+   condvar after a wake-up, so nothing is detected. */
 int cond_destroy(struct wcond *c)
 {
 	if (c->flags & CF_PSHARED)
 		return 0;
 	for (;;) {
 		int busy = 0, leaving = 0;
+		unsigned gen = 0;
 		weft_lock(&c->lock);
 		if (list_foreign(c)) {
 			weft_unlock(&c->lock);
@@ -816,11 +831,15 @@ int cond_destroy(struct wcond *c)
 			else
 				busy = 1;
 		}
+		if (!busy && leaving) {
+			c->shared_waiters = 1;
+			gen = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
+		}
 		weft_unlock(&c->lock);
 		if (busy)
 			return EBUSY;
 		if (!leaving)
 			return 0;
-		sched_yield();
+		futex_wait((int *)&c->seq, (int)gen, WEFT_FUTEX_PRIVATE);
 	}
 }
