@@ -311,6 +311,50 @@ static void test_recursive_depth(void)
 	CHECK_ERR(pthread_mutex_destroy(&m), 0);
 }
 
+/* Deferred requeues of two mutexes.  The signaller holds m1 and m2 and
+   signals a waiter of each (both requeues wait for the unlocks, kept in
+   the signaller's list in order); unlocking m2 requeues only m2's, and a
+   second waiter of m1 signalled after that must still be requeued at
+   m1's unlock (it is appended behind m1's first: the list's tail must
+   have followed the removal).  Every wait returns 0 with its mutex. */
+static void test_deferred_two_mutexes(void)
+{
+	pthread_mutex_t m1, m2;
+	pthread_cond_t c1 = PTHREAD_COND_INITIALIZER,
+		       c2 = PTHREAD_COND_INITIALIZER;
+	struct waiter w[3];
+	pthread_t t[3];
+
+	pi_init(&m1, PTHREAD_MUTEX_NORMAL, 0, 0);
+	pi_init(&m2, PTHREAD_MUTEX_NORMAL, 0, 0);
+	w[0] = (struct waiter){.m = &m1, .c = &c1};
+	w[1] = (struct waiter){.m = &m2, .c = &c2};
+	w[2] = (struct waiter){.m = &m1, .c = &c1};
+	for (int i = 0; i < 3; i++) {
+		start_waiter(&t[i], &w[i]);
+		REQUIRE(sleeps_in(w[i].tid, OP_WAIT_REQUEUE_PI), "waiter asleep");
+	}
+	CHECK_ERR(pthread_mutex_lock(&m1), 0);
+	CHECK_ERR(pthread_mutex_lock(&m2), 0);
+	CHECK_ERR(pthread_cond_signal(&c1), 0); /* w[0] */
+	CHECK_ERR(pthread_cond_signal(&c2), 0); /* w[1] */
+	CHECK_ERR(pthread_mutex_unlock(&m2), 0);
+	pthread_join(t[1], NULL);
+	CHECK(!__atomic_load_n(&w[0].returned, __ATOMIC_ACQUIRE),
+	      "m1's waiter returned while m1 was held");
+	CHECK_ERR(pthread_cond_signal(&c1), 0); /* w[2] */
+	CHECK_ERR(pthread_mutex_unlock(&m1), 0);
+	pthread_join(t[0], NULL);
+	pthread_join(t[2], NULL);
+	for (int i = 0; i < 3; i++)
+		CHECK(w[i].res == 0 && w[i].owner_at_return == w[i].tid,
+		      "deferred requeues of two mutexes, waiter %d: expected 0 "
+		      "and the mutex, got %d and owner %d", i, w[i].res,
+		      w[i].owner_at_return);
+	CHECK_ERR(pthread_mutex_destroy(&m1), 0);
+	CHECK_ERR(pthread_mutex_destroy(&m2), 0);
+}
+
 /* The deadline passes after the signal, while the mutex is still held.
    Robust mutex (requeued at once): the kernel ends the wait on the mutex
    without it, the waiter sees it was signalled and takes the mutex the
@@ -981,6 +1025,7 @@ int main(void)
 	watchdog_arm();
 	test_kinds();
 	test_recursive_depth();
+	test_deferred_two_mutexes();
 	test_timeout_after_signal();
 	test_cancel();
 	check_pingpong(0, 0, 20000);

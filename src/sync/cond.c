@@ -329,30 +329,35 @@ static void requeue(const struct requeue *rq)
    are always requeued at once (their holder may die holding them).
 
    DEFERRED waiters wait in the releasing thread's list, in the order
-   they were picked; they cannot leave until requeued, so their nodes
-   stay valid there. */
+   they were picked (appended at the tail: no walk); they cannot leave
+   until requeued, so their nodes stay valid there. */
 __thread struct cnode *weft_cond_deferred_pi
+	__attribute__((tls_model("initial-exec")));
+static __thread struct cnode *deferred_pi_tail
 	__attribute__((tls_model("initial-exec")));
 
 static void defer_requeue(struct cnode *n)
 {
-	struct cnode **p = &weft_cond_deferred_pi;
-
 	n->bnext = NULL;
-	while (*p)
-		p = &(*p)->bnext;
-	*p = n;
+	if (weft_cond_deferred_pi)
+		deferred_pi_tail->bnext = n;
+	else
+		weft_cond_deferred_pi = n;
+	deferred_pi_tail = n;
 }
 
+/* Requeues this thread's deferred waiters of `m` (those of other
+   mutexes it holds stay, in order, and the tail follows them). */
 void cond_requeue_deferred(struct wmutex *m)
 {
-	struct cnode **p = &weft_cond_deferred_pi, *n;
+	struct cnode **p = &weft_cond_deferred_pi, *n, *kept = NULL;
 
 	while ((n = *p)) {
 		struct requeue rq;
 		int v;
 
 		if (n->mutex != m) {
+			kept = n;
 			p = &n->bnext;
 			continue;
 		}
@@ -363,6 +368,7 @@ void cond_requeue_deferred(struct wmutex *m)
 		__atomic_store_n(&n->state, rq.expect, __ATOMIC_RELEASE);
 		requeue(&rq);
 	}
+	deferred_pi_tail = kept;
 }
 
 /* Whether a PI waiter picked by the caller waits for its release.
