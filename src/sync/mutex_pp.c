@@ -21,6 +21,7 @@
 #include "mutex_pp.h"
 #include "../core/lock.h"
 #include "../core/spin_policy.h"
+#include "../core/stats.h"
 #include "../kernel/sched.h"
 
 /* Tries of a word held by a running owner before sleeping on it
@@ -345,11 +346,12 @@ static unsigned take_state(struct wmutex *w, int slept)
    (0 for a condvar's reacquire, which must take the mutex whatever the
    priority says); `slept` 1 for a condvar's reacquire (see
    take_state).  `counted`: the caller's ceiling count is moved
-   (setprioceiling takes the word without the protocol).  0, or an
-   error with nothing taken. */
-static int take_word(struct wmutex *w, clockid_t clock,
-		     const struct timespec *abstime, int flags, int slept,
-		     int counted)
+   (setprioceiling takes the word without the protocol).  *t0: the
+   start of a wait, for WEFT_STATS (stats_wait_begins).  0, or an error
+   with nothing taken. */
+static int take_word_timed(struct wmutex *w, clockid_t clock,
+			   const struct timespec *abstime, int flags,
+			   int slept, int counted, long *t0)
 {
 	int priv = mutex_futex_flag(w), held = 0, checked = 0, spins = -1;
 
@@ -381,6 +383,7 @@ static int take_word(struct wmutex *w, clockid_t clock,
 				return r;
 			checked = c;
 		}
+		stats_wait_begins(t0);
 		if (spins != 0 && no_sleepers(w, v)) {
 			if (spins < 0)
 				spins = spin_worthwhile() ? PP_SPIN_TRIES : 0;
@@ -411,6 +414,20 @@ static int take_word(struct wmutex *w, clockid_t clock,
 		slept = 1; /* others may sleep too */
 		spins = 0;
 	}
+}
+
+/* take_word_timed, with a wait recorded for WEFT_STATS as a normal
+   mutex's, whatever its end. */
+static int take_word(struct wmutex *w, clockid_t clock,
+		     const struct timespec *abstime, int flags, int slept,
+		     int counted)
+{
+	long t0 = 0;
+	int r = take_word_timed(w, clock, abstime, flags, slept, counted, &t0);
+
+	if (t0)
+		lockstat_record(w, LS_MUTEX, t0);
+	return r;
 }
 
 /* Frees the word, keeping the ceiling, and returns the ceiling.
