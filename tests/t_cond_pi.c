@@ -18,7 +18,6 @@
 #include <limits.h>
 #include <sched.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "tid_common.h"
 #include "trap_syscalls.h"
@@ -945,54 +944,41 @@ static void *dleave_destroyer(void *p)
 	return NULL;
 }
 
-static void destroy_waits_for_leaver(void)
+static void destroy_waits_for_leaver_child(void)
 {
 	static const int nrs[] = {SYS_sched_yield};
-	pid_t pid = fork();
-	int st;
+	struct dleave *d = calloc(1, sizeof *d);
+	int *cond_lock = (int *)&d->c;
+	pthread_t w, x;
 
-	REQUIRE(pid >= 0, "fork");
-	if (pid == 0) {
-		struct dleave *d = calloc(1, sizeof *d);
-		int *cond_lock = (int *)&d->c;
-		pthread_t w, x;
-
-		alarm(10); /* a destroy that spins for ever ends the child */
-		trap_result = 0;
-		REQUIRE(trap_syscalls(nrs, 1) == 0, "seccomp filter: %s",
-			strerror(errno));
-		pthread_mutex_init(&d->m, NULL);
-		pthread_cond_init(&d->c, NULL);
-		pthread_create(&w, NULL, dleave_waiter, d);
-		REQUIRE(poll_flag(&d->waiter_tid), "waiter runs");
-		REQUIRE(sleeps_in(d->waiter_tid, FUTEX_WAIT_BITSET),
-			"waiter asleep in its wait");
-		__atomic_store_n(cond_lock, tid(), __ATOMIC_RELEASE);
-		REQUIRE(sleeps_in(d->waiter_tid, OP_LOCK_PI),
-			"timed-out waiter blocked on the internal lock, got "
-			"futex op %d", futex_op_of(d->waiter_tid));
-		pthread_create(&x, NULL, dleave_destroyer, d);
-		REQUIRE(poll_flag(&d->destroyer_tid), "destroyer runs");
-		REQUIRE(sleeps_in(d->destroyer_tid, OP_LOCK_PI),
-			"destroyer blocked on the internal lock");
-		REQUIRE(syscall(SYS_futex, cond_lock,
-				FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG) == 0,
-			"FUTEX_UNLOCK_PI: %s", strerror(errno));
-		pthread_join(x, NULL);
-		pthread_join(w, NULL);
-		CHECK(d->destroy_res == 0 && d->waiter_res == ETIMEDOUT,
-		      "destroy with a leaving waiter: expected 0 and the "
-		      "waiter's ETIMEDOUT, got %d and %d", d->destroy_res,
-		      d->waiter_res);
-		CHECK(trap_count == 0, "destroy waiting for a leaving waiter of "
-		      "lower priority on its CPU: expected it to sleep, got %d "
-		      "sched_yield call(s)", trap_count);
-		_exit(harness_failures ? 1 : 0);
-	}
-	REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	      "destroy-and-leaver child: status %#x (a destroy that never "
-	      "returns ends it by its 10 s alarm)", st);
+	trap_result = 0;
+	REQUIRE(trap_syscalls(nrs, 1) == 0, "seccomp filter: %s",
+		strerror(errno));
+	pthread_mutex_init(&d->m, NULL);
+	pthread_cond_init(&d->c, NULL);
+	pthread_create(&w, NULL, dleave_waiter, d);
+	REQUIRE(poll_flag(&d->waiter_tid), "waiter runs");
+	REQUIRE(sleeps_in(d->waiter_tid, FUTEX_WAIT_BITSET),
+		"waiter asleep in its wait");
+	__atomic_store_n(cond_lock, tid(), __ATOMIC_RELEASE);
+	REQUIRE(sleeps_in(d->waiter_tid, OP_LOCK_PI),
+		"timed-out waiter blocked on the internal lock, got futex op %d",
+		futex_op_of(d->waiter_tid));
+	pthread_create(&x, NULL, dleave_destroyer, d);
+	REQUIRE(poll_flag(&d->destroyer_tid), "destroyer runs");
+	REQUIRE(sleeps_in(d->destroyer_tid, OP_LOCK_PI),
+		"destroyer blocked on the internal lock");
+	REQUIRE(syscall(SYS_futex, cond_lock,
+			FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG) == 0,
+		"FUTEX_UNLOCK_PI: %s", strerror(errno));
+	pthread_join(x, NULL);
+	pthread_join(w, NULL);
+	CHECK(d->destroy_res == 0 && d->waiter_res == ETIMEDOUT,
+	      "destroy with a leaving waiter: expected 0 and the waiter's "
+	      "ETIMEDOUT, got %d and %d", d->destroy_res, d->waiter_res);
+	CHECK(trap_count == 0, "destroy waiting for a leaving waiter of lower "
+	      "priority on its CPU: expected it to sleep, got %d sched_yield "
+	      "call(s)", trap_count);
 }
 
 static int rt_allowed(void)
@@ -1034,7 +1020,8 @@ int main(void)
 		check_pingpong(10, 20, 2000);
 		check_pingpong(20, 10, 2000);
 		fprintf(stderr, "destroy and a leaving waiter\n");
-		destroy_waits_for_leaver();
+		trap_in_child(destroy_waits_for_leaver_child, 10,
+			      "destroy and a leaving waiter");
 		fprintf(stderr, "inversion\n");
 		test_inversion(0);
 		test_inversion(1);

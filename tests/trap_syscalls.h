@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -64,6 +65,33 @@ static inline int trap_syscalls(const int *nrs, int n)
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return -1;
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* Runs fn in a forked child, which ends with its checks' verdict (and
+   by its `alarm_s` alarm if it hangs: the inherited watchdog, or the
+   default action); the parent fails with `what` unless the child
+   passed. */
+static inline void trap_in_child(void (*fn)(void), unsigned alarm_s,
+				 const char *what)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0) {
+		FAIL("%s: fork: %s", what, strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		alarm(alarm_s);
+		fn();
+		_exit(harness_failures ? 1 : 0);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		FAIL("%s: waitpid: %s", what, strerror(errno));
+	else
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "%s: child status %#x (a hang ends it by its %u s alarm)",
+		      what, st, alarm_s);
 }
 
 #endif
