@@ -32,14 +32,30 @@
  *              low thread waits on a condvar with a PI mutex; the high
  *              thread signals it with the mutex held, or (-r) after
  *              releasing it, and then needs the mutex (inversion_round).
- *              -F runs cond-pi on raw futex calls instead of the library
- *              (FUTEX_LOCK_PI and FUTEX_WAIT_REQUEUE_PI: what a PI-aware
- *              condvar gives on this kernel, the "floor" column).
  *   noise      no library: a priority-99 thread on each CPU reads the TSC
  *              in a loop; one figure per 10 ms window (-n windows per
  *              CPU), the longest gap between two reads.  The machine's
  *              own stalls (interrupts, a hypervisor's other guests), the
  *              floor under every max above.
+ *
+ * Floors: the same threads on raw futex calls instead of the library
+ * (the primitives below), what the kernel alone costs for a protocol.
+ *   -F         handoff: the simplest lock of the kind (normal: a 0/1/2
+ *              futex word; pi: CAS, else FUTEX_LOCK_PI; pp: the normal
+ *              word with the priority raised to the ceiling before the try
+ *              and lowered after the release, one sched_setparam each,
+ *              none at or above the ceiling).  bcast -k pi, inversion -k
+ *              cond-pi: requeue-PI (FUTEX_WAIT_REQUEUE_PI and
+ *              FUTEX_CMP_REQUEUE_PI onto a PI word), at the signal; with
+ *              -D deferred to the unlock when the signaller holds the
+ *              mutex (weft's way: the mutex is free then).
+ *   -P         bcast -k pi, inversion -k cond-pi: a plain FUTEX_WAKE and
+ *              the waiter's own lock of the PI word (glibc's way: the
+ *              waiter owns nothing until it has run).
+ *   -H         the same, with the mutex handed to the waiter in user
+ *              space before the wake (a CAS of the free word to its tid;
+ *              at the unlock when the signaller holds it): ownership
+ *              before it runs, as requeue-PI gives, without requeue-PI.
  *
  * Threads are pinned to the first two CPUs of the process's affinity mask
  * (two are needed; with fewer the program skips itself, exit 77).
@@ -56,9 +72,9 @@
  * default 20) ends a run that goes on too long: with throttling off,
  * spinning FIFO threads on both CPUs would starve everything else.
  *
- * Usage: sync_latency [-m handoff|bcast|inversion|noise] [-k KIND] [-r] [-F]
- *                     [-n measurements] [-w warm-up] [-S spin_us] [-W seconds]
- *                     [-O]
+ * Usage: sync_latency [-m handoff|bcast|inversion|noise] [-k KIND] [-r]
+ *                     [-F [-D] | -P | -H] [-n measurements] [-w warm-up]
+ *                     [-S spin_us] [-W seconds] [-O]
  */
 #include "sync_common.h"
 
@@ -72,7 +88,6 @@ enum kind { K_NORMAL, K_PI, K_PP, K_COND_PI };
 static const char *const kind_names[] = { "normal", "pi", "pp", "cond-pi" };
 
 static pthread_mutex_t lock;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER, ack = PTHREAD_COND_INITIALIZER;
 static long n;		/* measurements kept */
 static long warm;	/* iterations before them, not kept */
 static long rounds;	/* warm + n: what every loop runs */
@@ -109,6 +124,283 @@ static uint64_t percentile(double p)
 	if (i >= count)
 		i = count - 1;
 	return samples[i];
+}
+
+/* ------------------------------------------------------------ primitives */
+
+/* The measured threads reach the mutex and the condition variables
+ * through these, so one scenario runs on the library (pthread_*) or on
+ * raw futex calls (-F, -P: the floor columns, what the kernel alone costs
+ * for the same protocol).  An indirect call costs nanoseconds; the
+ * figures are hundreds of cycles to milliseconds. */
+enum { CV_COND, CV_ACK, CV_COUNT }; /* the measured condvar; bcast's "waiting" */
+
+struct prims {
+	void (*lock)(void);
+	void (*unlock)(void);
+	void (*wait)(int cv); /* mutex held */
+	void (*signal)(int cv);
+	void (*broadcast)(int cv);
+};
+
+static pthread_cond_t conds[CV_COUNT] = { PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER };
+
+static void lib_lock(void) { SYNC_OK(pthread_mutex_lock(&lock)); }
+static void lib_unlock(void) { SYNC_OK(pthread_mutex_unlock(&lock)); }
+static void lib_wait(int cv) { SYNC_OK(pthread_cond_wait(&conds[cv], &lock)); }
+static void lib_signal(int cv) { SYNC_OK(pthread_cond_signal(&conds[cv])); }
+static void lib_broadcast(int cv) { SYNC_OK(pthread_cond_broadcast(&conds[cv])); }
+
+static const struct prims lib_prims = { lib_lock, lib_unlock, lib_wait, lib_signal,
+					lib_broadcast };
+static const struct prims *prim = &lib_prims;
+
+/* The raw references: one mutex word and, per condvar, a sequence word
+ * and a count of its waiters (changed under the mutex), so that a signal
+ * with nobody waiting makes no system call, as the libraries' do not.
+ * Values are the kernel ABI (musl-gcc has no <linux/futex.h>). */
+#define RAW_WAIT 128		/* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
+#define RAW_WAKE 129		/* FUTEX_WAKE | FUTEX_PRIVATE_FLAG */
+#define RAW_LOCK_PI 134		/* FUTEX_LOCK_PI | FUTEX_PRIVATE_FLAG */
+#define RAW_UNLOCK_PI 135	/* FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG */
+#define RAW_WAIT_REQUEUE_PI 139	/* FUTEX_WAIT_REQUEUE_PI | FUTEX_PRIVATE_FLAG */
+#define RAW_CMP_REQUEUE_PI 140	/* FUTEX_CMP_REQUEUE_PI | FUTEX_PRIVATE_FLAG */
+#define RAW_TID_MASK 0x3fffffff	/* FUTEX_TID_MASK */
+#define RAW_CEILING 99		/* -k pp: the ceiling, as the library rows' */
+
+static atomic_int raw_word, raw_seq[CV_COUNT], raw_waiters[CV_COUNT];
+static __thread int raw_tid, raw_prio; /* the thread's tid, its own priority */
+
+static long raw_futex(atomic_int *w, int op, int val, void *val2, atomic_int *w2, int val3)
+{
+	return syscall(SYS_futex, (int *)w, op, val, val2, (int *)w2, val3);
+}
+
+/* PI: 0 or the owner's tid (and the kernel's waiters bit); CAS, else the
+ * kernel, which queues by priority and boosts the owner. */
+static void raw_pi_lock(void)
+{
+	int free_word = 0;
+	if (atomic_compare_exchange_strong(&raw_word, &free_word, raw_tid))
+		return;
+	while (raw_futex(&raw_word, RAW_LOCK_PI, 0, NULL, NULL, 0) != 0)
+		if (errno != EAGAIN && errno != EINTR) /* EAGAIN: owner exiting */
+			bench_die("FUTEX_LOCK_PI", errno);
+}
+
+static void raw_requeue_due(void);
+
+static void raw_pi_unlock(void)
+{
+	int mine = raw_tid;
+	if (!atomic_compare_exchange_strong(&raw_word, &mine, 0) &&
+	    raw_futex(&raw_word, RAW_UNLOCK_PI, 0, NULL, NULL, 0) != 0)
+		bench_die("FUTEX_UNLOCK_PI", errno);
+	raw_requeue_due();
+}
+
+/* normal: 0 free, 1 held, 2 held with sleepers (the simplest futex lock,
+ * no spinning). */
+static void raw_plain_lock(void)
+{
+	int v = 0;
+	if (atomic_compare_exchange_strong(&raw_word, &v, 1))
+		return;
+	if (v != 2)
+		v = atomic_exchange(&raw_word, 2);
+	while (v != 0) {
+		sync_futex_wait(&raw_word, 2);
+		v = atomic_exchange(&raw_word, 2);
+	}
+}
+
+static void raw_plain_unlock(void)
+{
+	if (atomic_exchange(&raw_word, 0) == 2)
+		sync_futex_wake(&raw_word, 1);
+}
+
+/* pp: the plain lock, with the priority raised to the ceiling before it
+ * is tried (glibc's order: the owner never runs below the ceiling; its
+ * waiters sleep there) and lowered after the release, by the one system
+ * call a priority change takes; none at or above the ceiling. */
+static void raw_set_prio(int p)
+{
+	struct sched_param sp = { .sched_priority = p };
+	if (syscall(SYS_sched_setparam, 0, &sp) != 0)
+		bench_die("sched_setparam", errno);
+}
+
+static void raw_pp_lock(void)
+{
+	if (raw_prio < RAW_CEILING)
+		raw_set_prio(RAW_CEILING);
+	raw_plain_lock();
+}
+
+static void raw_pp_unlock(void)
+{
+	raw_plain_unlock();
+	if (raw_prio < RAW_CEILING)
+		raw_set_prio(raw_prio);
+}
+
+/* -F, requeue-PI: a waiter sleeps with FUTEX_WAIT_REQUEUE_PI naming the
+ * PI mutex; a signal (broadcast) moves one (all) with
+ * FUTEX_CMP_REQUEUE_PI onto the mutex, where the kernel makes the first
+ * the owner if the mutex is free, or else queues them as PI waiters.
+ * Made the owner, a waiter is boosted by the next thread that waits for
+ * the mutex, before it has even run (inversion_round says what being
+ * only queued gives).  -D: a signaller that holds the mutex requeues
+ * when it releases it (then the mutex is free: weft's deferred requeue);
+ * else at once. */
+static int raw_how;			/* 'F', 'P' or 'H' */
+static int raw_defer;			/* -D */
+static __thread int raw_due[CV_COUNT];	/* -D: requeues due at the release (waiters to move) */
+
+static void raw_requeue(int cv, int nmove)
+{
+	int seq = atomic_load(&raw_seq[cv]);
+	/* wake 1 (or requeue it if the mutex is taken), requeue nmove more */
+	while (raw_futex(&raw_seq[cv], RAW_CMP_REQUEUE_PI, 1, (void *)(long)nmove, &raw_word,
+			 seq) < 0) {
+		if (errno != EAGAIN)
+			bench_die("FUTEX_CMP_REQUEUE_PI", errno);
+		seq = atomic_load(&raw_seq[cv]);
+	}
+}
+
+static void raw_handover(int cv);
+
+static void raw_requeue_due(void)
+{
+	for (int cv = 0; cv < CV_COUNT; cv++)
+		if (raw_due[cv]) {
+			int nmove = raw_due[cv] - 1;
+			raw_due[cv] = 0;
+			if (raw_how == 'H')
+				raw_handover(cv);
+			else
+				raw_requeue(cv, nmove);
+		}
+}
+
+static void raw_rq_wait(int cv)
+{
+	int seq = atomic_load(&raw_seq[cv]);
+	atomic_fetch_add(&raw_waiters[cv], 1);
+	raw_pi_unlock();
+	if (raw_futex(&raw_seq[cv], RAW_WAIT_REQUEUE_PI, seq, NULL, &raw_word, 0) != 0) {
+		/* EAGAIN: signalled before we slept (or interrupted after the
+		 * requeue): not the owner */
+		if (errno != EAGAIN && errno != EINTR)
+			bench_die("FUTEX_WAIT_REQUEUE_PI", errno);
+		raw_pi_lock();
+	}
+	atomic_fetch_sub(&raw_waiters[cv], 1);
+}
+
+static void raw_rq_post(int cv, int nmove)
+{
+	atomic_fetch_add(&raw_seq[cv], 1);
+	if (!atomic_load(&raw_waiters[cv]))
+		return;
+	if (raw_defer && (atomic_load(&raw_word) & RAW_TID_MASK) == raw_tid)
+		raw_due[cv] = nmove + 1;
+	else
+		raw_requeue(cv, nmove);
+}
+
+static void raw_rq_signal(int cv) { raw_rq_post(cv, 0); }
+static void raw_rq_broadcast(int cv) { raw_rq_post(cv, INT_MAX); }
+
+/* -P, plain wake: a waiter sleeps with FUTEX_WAIT on the sequence word;
+ * a signal (broadcast) wakes one (all) with FUTEX_WAKE, and the waiter
+ * takes the PI mutex itself: CAS, else FUTEX_LOCK_PI (glibc's way; the
+ * woken waiter owns nothing until it has run). */
+static void raw_wake_wait(int cv)
+{
+	int seq = atomic_load(&raw_seq[cv]);
+	atomic_fetch_add(&raw_waiters[cv], 1);
+	raw_pi_unlock();
+	if (raw_futex(&raw_seq[cv], RAW_WAIT, seq, NULL, NULL, 0) != 0 && errno != EAGAIN &&
+	    errno != EINTR)
+		bench_die("FUTEX_WAIT", errno);
+	raw_pi_lock();
+	atomic_fetch_sub(&raw_waiters[cv], 1);
+}
+
+static void raw_wake_post(int cv, int nwake)
+{
+	atomic_fetch_add(&raw_seq[cv], 1);
+	if (atomic_load(&raw_waiters[cv]) &&
+	    raw_futex(&raw_seq[cv], RAW_WAKE, nwake, NULL, NULL, 0) < 0)
+		bench_die("FUTEX_WAKE", errno);
+}
+
+static void raw_wake_signal(int cv) { raw_wake_post(cv, 1); }
+static void raw_wake_broadcast(int cv) { raw_wake_post(cv, INT_MAX); }
+
+/* -H, hand-over: a waiter sleeps with FUTEX_WAIT on the sequence word;
+ * the signaller makes it the mutex's owner in user space (a CAS of the
+ * free word to the waiter's tid; one waiter per condvar here) and wakes
+ * it with FUTEX_WAKE.  A signaller that holds the mutex does it when it
+ * releases it.  The woken waiter owns the mutex before it runs, as with
+ * requeue-PI, so a thread that then needs the mutex blocks in
+ * FUTEX_LOCK_PI and boosts it. */
+static atomic_int raw_waiter_tid[CV_COUNT];
+
+static void raw_ho_wait(int cv)
+{
+	int seq = atomic_load(&raw_seq[cv]);
+	atomic_store(&raw_waiter_tid[cv], raw_tid);
+	atomic_fetch_add(&raw_waiters[cv], 1);
+	raw_pi_unlock();
+	while (atomic_load(&raw_seq[cv]) == seq)
+		if (raw_futex(&raw_seq[cv], RAW_WAIT, seq, NULL, NULL, 0) != 0 &&
+		    errno != EAGAIN && errno != EINTR)
+			bench_die("FUTEX_WAIT", errno);
+	if ((atomic_load(&raw_word) & RAW_TID_MASK) != raw_tid)
+		raw_pi_lock(); /* not handed over: the mutex was taken */
+	atomic_fetch_sub(&raw_waiters[cv], 1);
+}
+
+static void raw_handover(int cv)
+{
+	int free_word = 0;
+	atomic_compare_exchange_strong(&raw_word, &free_word, atomic_load(&raw_waiter_tid[cv]));
+	atomic_fetch_add(&raw_seq[cv], 1);
+	if (raw_futex(&raw_seq[cv], RAW_WAKE, 1, NULL, NULL, 0) < 0)
+		bench_die("FUTEX_WAKE", errno);
+}
+
+static void raw_ho_post(int cv)
+{
+	if (!atomic_load(&raw_waiters[cv]))
+		return;
+	if ((atomic_load(&raw_word) & RAW_TID_MASK) == raw_tid)
+		raw_due[cv] = 1;
+	else
+		raw_handover(cv);
+}
+
+static struct prims raw_prims;
+static const char *raw_name = ""; /* the row's suffix */
+
+/* The raw primitives for a mutex kind and a condvar protocol ('F'
+ * requeue-PI, 'P' plain wake; condvars need the PI mutex). */
+static void use_raw(int kind_pi, int kind_pp, int how)
+{
+	raw_how = how;
+	raw_prims.lock = kind_pi ? raw_pi_lock : kind_pp ? raw_pp_lock : raw_plain_lock;
+	raw_prims.unlock = kind_pi ? raw_pi_unlock : kind_pp ? raw_pp_unlock : raw_plain_unlock;
+	raw_prims.wait = how == 'P' ? raw_wake_wait : how == 'H' ? raw_ho_wait : raw_rq_wait;
+	raw_prims.signal = how == 'P' ? raw_wake_signal : how == 'H' ? raw_ho_post : raw_rq_signal;
+	raw_prims.broadcast = how == 'P' ? raw_wake_broadcast : how == 'H' ? raw_ho_post
+									    : raw_rq_broadcast;
+	raw_name = how == 'P' ? "-raw-wake" : how == 'H' ? "-raw-handover" :
+		   raw_defer ? "-raw-deferred" : "-raw";
+	prim = &raw_prims;
 }
 
 /* ------------------------------------------------------------ threads */
@@ -186,6 +478,8 @@ static void *role_start(void *arg)
 	const struct role *r = arg;
 	pin_self(cpus[r->cpu]);
 	check_sched(r->prio);
+	raw_tid = (int)syscall(SYS_gettid);
+	raw_prio = r->prio;
 	sleep_until(&gate, 1);
 	return r->fn(arg);
 }
@@ -224,8 +518,8 @@ static void *handoff_low(void *arg)
 {
 	(void)arg;
 	while (!atomic_load_explicit(&done, memory_order_relaxed)) {
-		SYNC_OK(pthread_mutex_lock(&lock));
-		SYNC_OK(pthread_mutex_unlock(&lock));
+		prim->lock();
+		prim->unlock();
 	}
 	return NULL;
 }
@@ -235,8 +529,8 @@ static void *handoff_high(void *arg)
 	(void)arg;
 	for (long i = 0; i < rounds; i++) {
 		uint64_t a = sync_rdtsc();
-		SYNC_OK(pthread_mutex_lock(&lock));
-		SYNC_OK(pthread_mutex_unlock(&lock));
+		prim->lock();
+		prim->unlock();
 		record(sync_rdtsc() - a);
 	}
 	atomic_store(&done, 1);
@@ -254,13 +548,13 @@ static atomic_long t_gen; /* the generation t_entry belongs to */
 static void *bcast_waiter(void *arg)
 {
 	(void)arg;
-	SYNC_OK(pthread_mutex_lock(&lock));
+	prim->lock();
 	for (long i = 0; i < rounds; i++) {
 		long seen = gen;
 		waiting = 1;
-		SYNC_OK(pthread_cond_signal(&ack));
+		prim->signal(CV_ACK);
 		while (gen == seen)
-			SYNC_OK(pthread_cond_wait(&cond, &lock));
+			prim->wait(CV_COND);
 		uint64_t now = sync_rdtsc();
 		/* On one CPU at equal priorities we run only once the
 		 * broadcaster blocked, long after it stamped the time; never
@@ -271,7 +565,7 @@ static void *bcast_waiter(void *arg)
 		}
 		record(now - atomic_load(&t_entry));
 	}
-	SYNC_OK(pthread_mutex_unlock(&lock));
+	prim->unlock();
 	return NULL;
 }
 
@@ -285,111 +579,26 @@ static void *bcast_sender(void *arg)
 {
 	(void)arg;
 	for (long i = 0; i < rounds; i++) {
-		SYNC_OK(pthread_mutex_lock(&lock));
+		prim->lock();
 		while (!waiting)
-			SYNC_OK(pthread_cond_wait(&ack, &lock));
+			prim->wait(CV_ACK);
 		waiting = 0;
 		long g = ++gen;
 		if (released) {
-			SYNC_OK(pthread_mutex_unlock(&lock));
+			prim->unlock();
 			stamp(g);
-			SYNC_OK(pthread_cond_broadcast(&cond));
+			prim->broadcast(CV_COND);
 		} else {
 			stamp(g);
-			SYNC_OK(pthread_cond_broadcast(&cond));
-			SYNC_OK(pthread_mutex_unlock(&lock));
+			prim->broadcast(CV_COND);
+			prim->unlock();
 		}
 	}
 	return NULL;
 }
 
-/* ------------------------------------------- inversion: the primitives */
-
-/* The inversion threads reach the mutex and condvar through these, so
- * one scenario runs on the library (pthread_*) or, with -F, on raw futex
- * calls.  An indirect call costs nanoseconds; the waits are microseconds
- * to milliseconds. */
-struct prims {
-	void (*lock)(void);
-	void (*unlock)(void);
-	void (*wait)(void); /* condvar wait, mutex held */
-	void (*signal)(void);
-};
-
-static void lib_lock(void) { SYNC_OK(pthread_mutex_lock(&lock)); }
-static void lib_unlock(void) { SYNC_OK(pthread_mutex_unlock(&lock)); }
-static void lib_wait(void) { SYNC_OK(pthread_cond_wait(&cond, &lock)); }
-static void lib_signal(void) { SYNC_OK(pthread_cond_signal(&cond)); }
-
-static const struct prims lib_prims = { lib_lock, lib_unlock, lib_wait, lib_signal };
-
-/* The raw reference: a PI mutex word (0 or the owner's tid, plus the
- * kernel's waiters bit) and a condvar sequence word.  A waiter sleeps
- * with FUTEX_WAIT_REQUEUE_PI naming the mutex; a signal moves it with
- * FUTEX_CMP_REQUEUE_PI onto the mutex, where the kernel makes it the
- * owner if the mutex is free, or else queues it as a PI waiter.  Made
- * the owner, it is boosted by the next thread that waits for the mutex,
- * before it has even run (inversion_round says what being only queued
- * gives).  Values are the kernel ABI (musl-gcc has no <linux/futex.h>). */
-#define RAW_LOCK_PI 134		/* FUTEX_LOCK_PI | FUTEX_PRIVATE_FLAG */
-#define RAW_UNLOCK_PI 135	/* FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG */
-#define RAW_WAIT_REQUEUE_PI 139	/* FUTEX_WAIT_REQUEUE_PI | FUTEX_PRIVATE_FLAG */
-#define RAW_CMP_REQUEUE_PI 140	/* FUTEX_CMP_REQUEUE_PI | FUTEX_PRIVATE_FLAG */
-
-static atomic_int raw_word, raw_seq;
-static __thread int raw_tid;
-
-static long raw_futex(atomic_int *w, int op, int val, void *val2, atomic_int *w2, int val3)
-{
-	return syscall(SYS_futex, (int *)w, op, val, val2, (int *)w2, val3);
-}
-
-static void raw_lock(void)
-{
-	int free_word = 0;
-	if (atomic_compare_exchange_strong(&raw_word, &free_word, raw_tid))
-		return;
-	while (raw_futex(&raw_word, RAW_LOCK_PI, 0, NULL, NULL, 0) != 0)
-		if (errno != EAGAIN && errno != EINTR) /* EAGAIN: owner exiting */
-			bench_die("FUTEX_LOCK_PI", errno);
-}
-
-static void raw_unlock(void)
-{
-	int mine = raw_tid;
-	if (atomic_compare_exchange_strong(&raw_word, &mine, 0))
-		return;
-	if (raw_futex(&raw_word, RAW_UNLOCK_PI, 0, NULL, NULL, 0) != 0)
-		bench_die("FUTEX_UNLOCK_PI", errno);
-}
-
-static void raw_wait(void)
-{
-	int seq = atomic_load(&raw_seq);
-	raw_unlock();
-	if (raw_futex(&raw_seq, RAW_WAIT_REQUEUE_PI, seq, NULL, &raw_word, 0) == 0)
-		return; /* requeued: the kernel made us the owner */
-	if (errno != EAGAIN && errno != EINTR) /* EAGAIN: signalled before we slept */
-		bench_die("FUTEX_WAIT_REQUEUE_PI", errno);
-	raw_lock();
-}
-
-static void raw_signal(void)
-{
-	int seq = atomic_fetch_add(&raw_seq, 1) + 1;
-	/* wake 1 (or requeue it if the mutex is taken), requeue 0 more */
-	while (raw_futex(&raw_seq, RAW_CMP_REQUEUE_PI, 1, (void *)0, &raw_word, seq) < 0) {
-		if (errno != EAGAIN)
-			bench_die("FUTEX_CMP_REQUEUE_PI", errno);
-		seq = atomic_load(&raw_seq);
-	}
-}
-
-static const struct prims raw_prims = { raw_lock, raw_unlock, raw_wait, raw_signal };
-
 /* ------------------------------------------- inversion: the scenario */
 
-static const struct prims *prim = &lib_prims;
 static int with_cond;		/* -k cond-pi */
 static uint64_t spin_cycles;	/* the medium thread's bound */
 static atomic_int low_tid;
@@ -408,7 +617,6 @@ static int ready, mark;		/* under the mutex: signalled round, finished round */
 static void *inversion_low(void *arg)
 {
 	(void)arg;
-	raw_tid = (int)syscall(SYS_gettid);
 	atomic_store(&low_tid, raw_tid);
 	if (with_cond) {
 		/* wait for each round's signal on the condvar */
@@ -416,7 +624,7 @@ static void *inversion_low(void *arg)
 		for (int r = 1; r <= rounds; r++) {
 			atomic_store(&low_ready, r);
 			while (ready != r)
-				prim->wait();
+				prim->wait(CV_COND);
 			mark = r;
 		}
 		prim->unlock();
@@ -520,11 +728,11 @@ static void inversion_round(int r)
 		prim->lock();
 		ready = r;
 		prim->unlock();
-		prim->signal();
+		prim->signal(CV_COND);
 	} else if (with_cond) {
 		prim->lock();
 		ready = r;
-		prim->signal();
+		prim->signal(CV_COND);
 		prim->unlock();
 	} else {
 		atomic_store_explicit(&release, r, memory_order_release);
@@ -547,7 +755,6 @@ static void inversion_round(int r)
 static void *inversion_high(void *arg)
 {
 	(void)arg;
-	raw_tid = (int)syscall(SYS_gettid);
 	for (int r = 1; r <= rounds; r++)
 		inversion_round(r);
 	return NULL;
@@ -732,7 +939,7 @@ static int roles_for(const char *mode, enum kind k, struct role *r)
 }
 
 /* The row's name: mode, for bcast and cond-pi when the mutex is released,
- * the kind, "-raw" for the futex reference. */
+ * the kind, "-raw..." for a futex reference (use_raw). */
 static const char *variant_name(const char *mode, enum kind k)
 {
 	static char name[64];
@@ -741,7 +948,7 @@ static const char *variant_name(const char *mode, enum kind k)
 		return "noise";
 	snprintf(name, sizeof name, "%s-%s%s%s%s", mode,
 		 with_cond || strcmp(mode, "bcast") == 0 ? (released ? "released-" : "held-") : "",
-		 kind_names[k], prim == &raw_prims ? "-raw" : "",
+		 kind_names[k], raw_name,
 		 want_policy == SCHED_FIFO ? "" : "-other");
 	return name;
 }
@@ -780,25 +987,29 @@ static void print_result(const char *mode, enum kind k, double sec, double tsc_n
 static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [-m handoff|bcast|inversion|noise] [-k normal|pi|pp|cond-pi] [-r] "
-		"[-F] [-n measurements] [-w warm-up] [-S spin_us] [-W seconds] [-O]\n"
-		"  handoff: -k normal|pi|pp; bcast: -k normal|pi [-r]; "
-		"inversion: -k normal|pi|cond-pi [-r -F with cond-pi]; noise: -n windows\n", argv0);
+		"[-F [-D] | -P | -H] [-n measurements] [-w warm-up] [-S spin_us] [-W seconds] [-O]\n"
+		"  handoff: -k normal|pi|pp [-F]; bcast: -k normal|pi [-r] [-F [-D] | -P | -H with pi]; "
+		"inversion: -k normal|pi|cond-pi [-r -F -D -P -H with cond-pi]; noise: -n windows\n",
+		argv0);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	int opt, kind = K_NORMAL, raw = 0;
+	int opt, kind = K_NORMAL, raw = 0; /* raw: 'F' or 'P' */
 	long spin_us = 500, watchdog = 20;
 	const char *mode = "handoff";
 
 	n = warm = -1;
-	while ((opt = getopt(argc, argv, "m:k:rFn:w:S:W:Oh")) != -1) {
+	while ((opt = getopt(argc, argv, "m:k:rFPHDn:w:S:W:Oh")) != -1) {
 		switch (opt) {
 		case 'm': mode = optarg; break;
 		case 'k': kind = parse_kind(optarg); break;
 		case 'r': released = 1; break;
-		case 'F': raw = 1; break;
+		case 'F':
+		case 'P':
+		case 'H': raw = raw && raw != opt ? -1 : opt; break;
+		case 'D': raw_defer = 1; break;
 		case 'n': n = bench_arg_long("-n", optarg); break;
 		case 'w': warm = bench_arg_long("-w", optarg); break;
 		case 'S': spin_us = bench_arg_long("-S", optarg); break;
@@ -808,6 +1019,9 @@ int main(int argc, char **argv)
 		}
 	}
 	int inversion = strcmp(mode, "inversion") == 0, noise = strcmp(mode, "noise") == 0;
+	int bcast = strcmp(mode, "bcast") == 0, handoff = strcmp(mode, "handoff") == 0;
+	/* the raw condvars need a PI mutex (requeue-PI moves waiters onto one) */
+	int cond_pi = (bcast && kind == K_PI) || (inversion && kind == K_COND_PI);
 	if (n < 0)
 		n = inversion ? 1000 : noise ? 50 : 200000;
 	if (warm < 0 || noise)
@@ -816,8 +1030,9 @@ int main(int argc, char **argv)
 	struct role roles[3];
 	int nroles = kind < 0 ? 0 : roles_for(mode, kind, roles);
 	if (optind != argc || !nroles || n < 1 || rounds > INT_MAX / 2 || watchdog < 1 ||
-	    (raw && !(inversion && kind == K_COND_PI)) ||
-	    (released && strcmp(mode, "bcast") != 0 && !(inversion && kind == K_COND_PI)) ||
+	    raw < 0 || (raw && !cond_pi && !(handoff && raw == 'F')) ||
+	    (raw_defer && (raw != 'F' || !cond_pi)) ||
+	    (released && !bcast && !(inversion && kind == K_COND_PI)) ||
 	    ((inversion || noise) && want_policy != SCHED_FIFO))
 		usage(argv[0]);
 
@@ -825,7 +1040,7 @@ int main(int argc, char **argv)
 		require_fifo();
 	int ncpu = pick_cpus();
 	if (raw)
-		prim = &raw_prims;
+		use_raw(kind == K_PI || kind == K_COND_PI, kind == K_PP, raw);
 	else
 		init_mutex(kind);
 	with_cond = kind == K_COND_PI;

@@ -14,6 +14,8 @@ repetition, so drift of a shared machine hits all columns alike.
   musl   the same source linked statically with musl-gcc (if installed)
   floor  the same cycle with raw system calls, no thread library (some
          experiments): the cost no library can beat
+  floor2 a second raw protocol for the same row (latency: the condvar
+         rows' plain-wake reference), where one floor does not say it all
 
 Writes into one folder (named at the end): runs.csv and results.json (every
 run; medians, min-max, ratios), SVG plots (gnuplot) and report.md.  The
@@ -44,9 +46,10 @@ PIN_TWO = "0,1"      # the SCHED_FIFO latencies need two CPUs
 PIN_ORDER = ["unpinned", "cpu0", "cpu0+1"]
 
 COLUMN_LIB = {"glibc": "libc.so.6", "weft": "libweft.so", "base": "libweft.so",
-              "musl": "static-non-glibc", "floor": None}
+              "musl": "static-non-glibc", "floor": None, "floor2": None}
 COLUMN_TITLE = {"glibc": "glibc NPTL", "weft": "weft", "base": "weft base (--base-lib)",
-                "musl": "musl (static)", "floor": "floor (no library)"}
+                "musl": "musl (static)", "floor": "floor (no library)",
+                "floor2": "floor 2 (no library)"}
 # Columns in report order.
 ALL_COLS = tuple(COLUMN_TITLE)
 
@@ -125,7 +128,7 @@ class Config:
 
     def __init__(self, exp, variant, prog, args, metric, higher, pin, x=None,
                  floor=None, col_args=None, params=None, work=1.0, col_work=None,
-                 only_cols=None):
+                 only_cols=None, floor2=None):
         self.exp = exp
         self.variant = variant
         self.prog = prog
@@ -135,6 +138,7 @@ class Config:
         self.pin = pin                # "unpinned", "cpu0", "cpu0+1"
         self.x = x                    # numeric x for line plots
         self.floor = floor            # (prog, args) of the floor column
+        self.floor2 = floor2          # (prog, args) of the second floor column
         self.col_args = col_args or {}  # column -> args replacing self.args
         self.params = params or {}
         self.work = work              # amount of work (e.g. cycles), for estimates
@@ -156,8 +160,9 @@ class Config:
         cpus = self.taskset()
         if cpus:
             cmd += ["taskset", "-c", cpus]
-        if col == "floor":
-            return cmd + [os.path.join(opt.bindir, self.floor[0])] + [str(a) for a in self.floor[1]]
+        if col in ("floor", "floor2"):
+            prog, args = self.floor if col == "floor" else self.floor2
+            return cmd + [os.path.join(opt.bindir, prog)] + [str(a) for a in args]
         prog = os.path.join(opt.bindir, self.prog + (".musl" if col == "musl" else ""))
         return cmd + [prog] + [str(a) for a in self.col_args.get(col, self.args)]
 
@@ -296,28 +301,35 @@ def latency_plan(opt, S):
     """Seed 002 §5 on SCHED_FIFO threads, one row per mode and mutex kind
     (bench/sync_latency.c places the threads on the first two CPUs it may
     use): on CPUs 0 and 1 when pinning is asked for (on a 2-CPU machine
-    the same set as unpinned)."""
+    the same set as unpinned).  Floors (raw futex calls, no library;
+    bench/README.md): the hand-offs, the lock of that kind (-F); the
+    condvar rows with a PI mutex, requeue-PI as weft uses it, deferred to
+    the unlock when the signaller holds the mutex (-F, -D), and, as
+    floor 2, a plain wake and the waiter's own lock, glibc's protocol
+    (-P)."""
     pin = "unpinned" if opt.pin == "no" else "cpu0+1"
     n, rounds = S["latency_n"], S["inversion_n"]
     spin = ["-S", S["inversion_spin_us"]]
-    rows = [(f"handoff-{k}", ["-m", "handoff", "-k", k, "-n", n], n, False)
-            for k in ("normal", "pi", "pp")]
+    handoff = [(f"handoff-{k}", ["-m", "handoff", "-k", k, "-n", n], n, ["-F"], None)
+               for k in ("normal", "pi", "pp")]
     # the machine's own stalls, no library: one column only
     noise = Config("latency", "noise", "sync_latency", ["-m", "noise", "-n", S["noise_windows"]],
                    "p999_cycles", False, pin, work=S["noise_windows"], only_cols=("glibc",))
-    rows += [(f"bcast-{how}-{k}", ["-m", "bcast", "-k", k, "-n", n] + flag, n, False)
+    requeue = {"held": ["-F", "-D"], "released": ["-F"]}
+    bcast = [(f"bcast-{how}-{k}", ["-m", "bcast", "-k", k, "-n", n] + flag, n,
+              requeue[how] if k == "pi" else None, ["-P"] if k == "pi" else None)
              for k in ("normal", "pi")
              for how, flag in (("held", []), ("released", ["-r"]))]
-    rows += [(f"inversion-{k}", ["-m", "inversion", "-k", k, "-n", rounds] + spin, rounds, False)
-             for k in ("normal", "pi")]
-    # the condvar rows have a floor: the same scenario on raw futex calls
-    # with requeue-PI, what a PI-aware condvar gives on this kernel
-    rows += [(f"inversion-{how}-cond-pi",
-              ["-m", "inversion", "-k", "cond-pi", "-n", rounds] + spin + flag, rounds, True)
-             for how, flag in (("released", ["-r"]), ("held", []))]
+    inversion = [(f"inversion-{k}", ["-m", "inversion", "-k", k, "-n", rounds] + spin, rounds,
+                  None, None) for k in ("normal", "pi")]
+    inversion += [(f"inversion-{how}-cond-pi",
+                   ["-m", "inversion", "-k", "cond-pi", "-n", rounds] + spin + flag, rounds,
+                   requeue[how], ["-P"])
+                  for how, flag in (("released", ["-r"]), ("held", []))]
+    raw = lambda args, extra: ("sync_latency", args + extra) if extra else None
     return [noise] + [Config("latency", name, "sync_latency", args, "p999_cycles", False, pin,
-                             work=work, floor=("sync_latency", args + ["-F"]) if floor else None)
-                      for name, args, work, floor in rows]
+                             work=work, floor=raw(args, f1), floor2=raw(args, f2))
+                      for name, args, work, f1, f2 in handoff + bcast + inversion]
 
 
 def shown_args(args):
@@ -346,6 +358,8 @@ def columns_for(c, opt):
         cols.append("musl")
     if c.floor and not opt.no_floor:
         cols.append("floor")
+    if c.floor2 and not opt.no_floor:
+        cols.append("floor2")
     if c.only_cols:
         cols = [col for col in cols if col in c.only_cols]
     return cols
@@ -787,9 +801,15 @@ held during the broadcast or released before it; **inversion-K**, how long a pri
 thread needs the mutex before it holds it with a priority-10 thread's critical section
 done, while a priority-50 thread spins on the low one's CPU (for at most the spin bound):
 K = normal, PI, and a condvar wait on a PI mutex (cond-pi) signalled after the mutex is
-released or while it is held. The floor column of the cond-pi rows is the same scenario on
-raw futex calls with requeue-PI (FUTEX_WAIT_REQUEUE_PI / FUTEX_CMP_REQUEUE_PI): what a
-PI-aware condvar gives on this kernel."""
+released or while it is held. Floors, the same threads on raw futex calls (no library):
+**handoff-K**, the simplest lock of that kind (normal: a 0/1/2 futex word; PI: a CAS, else
+FUTEX_LOCK_PI / FUTEX_UNLOCK_PI; PP: the normal word with the priority raised to the
+ceiling by one sched_setparam before the try and lowered after the release, none at the
+ceiling); the condvar rows with a PI mutex (bcast-*-pi, *-cond-pi): **floor**, requeue-PI
+(FUTEX_WAIT_REQUEUE_PI / FUTEX_CMP_REQUEUE_PI; deferred to the unlock when the signaller
+holds the mutex, as weft does): the woken waiter owns the mutex before it runs, what bounds
+the inversion; **floor 2**, a plain FUTEX_WAKE and the waiter's own lock (CAS, else
+FUTEX_LOCK_PI), glibc's protocol: the waiter owns nothing until it has run."""
 
 
 def latency_combined(cell, key, how):

@@ -30,6 +30,40 @@
 
 static int harness_failures;
 
+/* A part of the test could not run here: TEST_DONE then exits
+   HARNESS_SKIP (77; tests/run.sh reports SKIP), never 0, unless a check
+   failed.  The reason is printed when it is noted and at the end. */
+#define HARNESS_SKIP 77
+static const char *harness_skipped __attribute__((unused));
+
+static inline void harness_skip_part(const char *why)
+{
+	harness_skipped = why;
+	printf("SKIP: %s\n", why);
+}
+
+/* Whether a test's real-time part (SCHED_FIFO threads) is to run:
+   WEFT_TEST_NO_RT=1 leaves it out, with or without the right (runs made
+   beside other real-time work, or without root): the part is noted as
+   skipped, and the test exits 77 at TEST_DONE. */
+static inline int harness_rt_wanted(void)
+{
+	const char *v = getenv("WEFT_TEST_NO_RT");
+
+	if (v && !strcmp(v, "1")) {
+		harness_skip_part("real-time part left out (WEFT_TEST_NO_RT=1)");
+		return 0;
+	}
+	return 1;
+}
+
+/* The real-time part was wanted and the right to use SCHED_FIFO was
+   refused (`err`): a failure, the tests being meant to run as root. */
+#define RT_REFUSED(err)                                                        \
+	FAIL("SCHED_FIFO: expected allowed (root or CAP_SYS_NICE), got %s; "   \
+	     "set WEFT_TEST_NO_RT=1 to leave the real-time part out",          \
+	     strerror(err))
+
 /* HARNESS_ASAN: built with AddressSanitizer (gcc defines
    __SANITIZE_ADDRESS__, clang has __has_feature). */
 #if defined(__SANITIZE_ADDRESS__)
@@ -219,6 +253,10 @@ static inline void weft_require_served(const char *name, const char *file,
 			fprintf(stderr, "%d check(s) failed\n",                \
 				harness_failures);                             \
 			return 1;                                              \
+		}                                                              \
+		if (harness_skipped) {                                         \
+			printf("SKIP (exit 77): %s\n", harness_skipped);       \
+			return HARNESS_SKIP;                                   \
 		}                                                              \
 		return 0;                                                      \
 	} while (0)

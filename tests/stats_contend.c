@@ -1,9 +1,12 @@
 /* Helper of tests/t_stats.sh (built by it, with -rdynamic so that
    dladdr can name contend_worker & co.): makes one contended wait on
    each kind of lock WEFT_STATS reports, deterministically, then
-   bounded two-thread contention on the mutex.  Prints on stdout what
-   the script checks the report against:
-     pid=P created=N mutex=ADDR rwlock=ADDR spin=ADDR counter=C
+   bounded two-thread contention on the mutex; and one wait each on a
+   robust process-shared mutex (LMDB's kind) and a PI mutex, which have
+   lock-word protocols of their own.  Prints on stdout what the script
+   checks the report against:
+     pid=P created=N mutex=ADDR rwlock=ADDR spin=ADDR robust=ADDR pi=ADDR
+     counter=C
 
    Contention without sleeps: the main thread holds the lock, starts a
    worker that asks for it, and lets go only once the worker is seen
@@ -32,6 +35,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_spinlock_t sp;
+static pthread_mutex_t robust_mu, pi_mu;
 static long counter;
 static int waiter_tid; /* atomic: set by a worker just before it waits */
 
@@ -180,6 +184,42 @@ static int release_when_waited(long i)
 	return 1;
 }
 
+__attribute__((noinline)) void *kinds_worker(void *arg)
+{
+	pthread_mutex_t *m = arg;
+
+	CHECK_WEFT_THREAD();
+	announce();
+	CHECK_EQ(pthread_mutex_lock(m), 0);
+	CHECK_EQ(pthread_mutex_unlock(m), 0);
+	return NULL;
+}
+
+/* The main thread holds `m`; a worker waits for it, asleep. */
+static void kind_contention(pthread_mutex_t *m, pthread_t *t)
+{
+	CHECK_EQ(pthread_mutex_lock(m), 0);
+	CHECK_EQ(pthread_create(t, NULL, kinds_worker, m), 0);
+	REQUIRE(wait_asleep(wait_announced()), "mutex waiter never slept");
+	CHECK_EQ(pthread_mutex_unlock(m), 0);
+	CHECK_EQ(pthread_join(*t, NULL), 0);
+}
+
+static void init_kind(pthread_mutex_t *m, int robust, int pi)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	if (robust) {
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	}
+	if (pi)
+		pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+	CHECK_EQ(pthread_mutex_init(m, &a), 0);
+	pthread_mutexattr_destroy(&a);
+}
+
 __attribute__((noinline)) void *reader_worker(void *arg)
 {
 	(void)arg;
@@ -202,7 +242,7 @@ __attribute__((noinline)) void *spin_worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	pthread_t t[5];
+	pthread_t t[7];
 	int created = 0;
 
 	WEFT_REQUIRE();
@@ -241,6 +281,14 @@ int main(int argc, char **argv)
 	pthread_spin_unlock(&sp);
 	CHECK_EQ(pthread_join(t[3], NULL), 0);
 
+	/* A robust process-shared mutex and a PI one. */
+	init_kind(&robust_mu, 1, 0);
+	init_kind(&pi_mu, 0, 1);
+	kind_contention(&robust_mu, &t[5]);
+	created++;
+	kind_contention(&pi_mu, &t[6]);
+	created++;
+
 	/* N more mutexes, one contention each. */
 	nmany = argc > 1 ? atol(argv[1]) : 0;
 	if (nmany > 0) {
@@ -257,10 +305,10 @@ int main(int argc, char **argv)
 		CHECK_EQ(pthread_join(t[4], NULL), 0);
 	}
 
-	printf("pid=%d created=%d mutex=%p rwlock=%p spin=%p counter=%ld "
-	       "many=%p nmany=%ld\n",
+	printf("pid=%d created=%d mutex=%p rwlock=%p spin=%p robust=%p pi=%p "
+	       "counter=%ld many=%p nmany=%ld\n",
 	       (int)getpid(), created, (void *)&mu, (void *)&rw, (void *)&sp,
-	       counter, (void *)many, nmany);
+	       (void *)&robust_mu, (void *)&pi_mu, counter, (void *)many, nmany);
 	fflush(stdout);
 	/* The report must also come when the last thread ends the process
 	   (weft's thread_finish calls exit(0)). */

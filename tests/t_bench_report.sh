@@ -197,6 +197,9 @@ expect = {
     ("latency", "bcast-held-normal", "glibc"): {("ok", "500.0")},
     ("latency", "bcast-released-pi", "weft"): {("unserved", "")},
     ("latency", "inversion-released-cond-pi", "floor"): {("ok", "500.0")},
+    ("latency", "bcast-held-pi", "floor2"): {("ok", "500.0")},
+    ("latency", "handoff-pp", "floor"): {("skipped", "")},
+    ("latency", "bcast-held-normal", "floor2"): set(),
     ("latency", "noise", "glibc"): {("ok", "500.0")},
     ("latency", "noise", "weft"): set(),
 }
@@ -240,7 +243,7 @@ EOF
 		fail "report.md: joinable row: $(grep '^| joinable' "$md")"
 	grep -q '^| detached | unpinned | \*\*timeout\*\* | \*\*no result\*\* | — | — |$' "$md" ||
 		fail "report.md: detached row: $(grep '^| detached' "$md")"
-	grep -q '^| handoff-normal | unpinned | \*\*skipped: needs SCHED_FIFO\*\* | \*\*skipped: needs SCHED_FIFO\*\* | — |' "$md" ||
+	grep -q '^| handoff-normal | unpinned | \*\*skipped: needs SCHED_FIFO\*\* | \*\*skipped: needs SCHED_FIFO\*\* | \*\*skipped: needs SCHED_FIFO\*\* | — |' "$md" ||
 		fail "report.md: handoff row: $(grep '^| handoff-normal' "$md")"
 	grep -q '^| bcast-held-normal | unpinned | 500 (500–500) | \*\*not served by the library\*\* | — |' "$md" ||
 		fail "report.md: bcast row: $(grep '^| bcast-held-normal' "$md")"
@@ -249,11 +252,14 @@ EOF
 		fail "report.md: noise distribution: $(grep '^| noise' "$md")"
 	grep -q '^|  | floor (no library) | 40 | 100 | 300 | 500 | 9000 | 1/1 |$' "$md" ||
 		fail "report.md: no floor line in the distribution table"
+	grep -q '^|  | floor 2 (no library) | 40 | 100 | 300 | 500 | 9000 | 1/1 |$' "$md" ||
+		fail "report.md: no second floor line in the distribution table"
 	grep -q '^| 1 | lifecycle joinable | unpinned | weft | crashed | signal 11 (SIGSEGV)' "$md" ||
 		fail "report.md: the crash is not listed among the runs without a number"
 	# life cycle: 5 runs, 3 without a number; latency: noise 1, handoff
-	# 3 x 2 skipped, 8 other rows x 2 (weft unserved), 2 floors
-	grep -q '^30 runs in .*; 11 gave no number, 6 skipped\.$' "$tmp/fail.out" ||
+	# 3 x 3 skipped (glibc, weft, floor), 8 other rows x 2 (weft
+	# unserved), 8 floors (2 each for the 2 bcast-*-pi and 2 cond-pi rows)
+	grep -q '^39 runs in .*; 11 gave no number, 9 skipped\.$' "$tmp/fail.out" ||
 		fail "driver: summary line: $(tail -2 "$tmp/fail.out")"
 
 	# RT throttling comes back however the driver ends in the middle of a

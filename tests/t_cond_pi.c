@@ -13,12 +13,14 @@
    the kernel handed it); and signal and broadcast releasing SCHED_FIFO
    waiters highest priority first, arrival order within a priority, for
    a normal and a PI mutex.  The RT parts need root; without the right
-   they fail unless WEFT_TEST_NO_RT=1 says to skip them. */
+   they fail.  WEFT_TEST_NO_RT=1 leaves them out (the test then exits 77:
+   SKIP). */
 #include <limits.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "tid_common.h"
+#include "trap_syscalls.h"
 
 #define OP_WAIT_REQUEUE_PI 11
 #define OP_LOCK_PI 6
@@ -308,6 +310,50 @@ static void test_recursive_depth(void)
 	CHECK_ERR(pthread_mutex_destroy(&m), 0);
 }
 
+/* Deferred requeues of two mutexes.  The signaller holds m1 and m2 and
+   signals a waiter of each (both requeues wait for the unlocks, kept in
+   the signaller's list in order); unlocking m2 requeues only m2's, and a
+   second waiter of m1 signalled after that must still be requeued at
+   m1's unlock (it is appended behind m1's first: the list's tail must
+   have followed the removal).  Every wait returns 0 with its mutex. */
+static void test_deferred_two_mutexes(void)
+{
+	pthread_mutex_t m1, m2;
+	pthread_cond_t c1 = PTHREAD_COND_INITIALIZER,
+		       c2 = PTHREAD_COND_INITIALIZER;
+	struct waiter w[3];
+	pthread_t t[3];
+
+	pi_init(&m1, PTHREAD_MUTEX_NORMAL, 0, 0);
+	pi_init(&m2, PTHREAD_MUTEX_NORMAL, 0, 0);
+	w[0] = (struct waiter){.m = &m1, .c = &c1};
+	w[1] = (struct waiter){.m = &m2, .c = &c2};
+	w[2] = (struct waiter){.m = &m1, .c = &c1};
+	for (int i = 0; i < 3; i++) {
+		start_waiter(&t[i], &w[i]);
+		REQUIRE(sleeps_in(w[i].tid, OP_WAIT_REQUEUE_PI), "waiter asleep");
+	}
+	CHECK_ERR(pthread_mutex_lock(&m1), 0);
+	CHECK_ERR(pthread_mutex_lock(&m2), 0);
+	CHECK_ERR(pthread_cond_signal(&c1), 0); /* w[0] */
+	CHECK_ERR(pthread_cond_signal(&c2), 0); /* w[1] */
+	CHECK_ERR(pthread_mutex_unlock(&m2), 0);
+	pthread_join(t[1], NULL);
+	CHECK(!__atomic_load_n(&w[0].returned, __ATOMIC_ACQUIRE),
+	      "m1's waiter returned while m1 was held");
+	CHECK_ERR(pthread_cond_signal(&c1), 0); /* w[2] */
+	CHECK_ERR(pthread_mutex_unlock(&m1), 0);
+	pthread_join(t[0], NULL);
+	pthread_join(t[2], NULL);
+	for (int i = 0; i < 3; i++)
+		CHECK(w[i].res == 0 && w[i].owner_at_return == w[i].tid,
+		      "deferred requeues of two mutexes, waiter %d: expected 0 "
+		      "and the mutex, got %d and owner %d", i, w[i].res,
+		      w[i].owner_at_return);
+	CHECK_ERR(pthread_mutex_destroy(&m1), 0);
+	CHECK_ERR(pthread_mutex_destroy(&m2), 0);
+}
+
 /* The deadline passes after the signal, while the mutex is still held.
    Robust mutex (requeued at once): the kernel ends the wait on the mutex
    without it, the waiter sees it was signalled and takes the mutex the
@@ -420,6 +466,129 @@ static void test_cancel(void)
 		CHECK_ERR(pthread_mutex_destroy(&m), 0);
 	}
 	CHECK_ERR(pthread_cond_destroy(&c), 0);
+}
+
+/* ------------------------------------------------------------ ping-pong
+
+   Two threads on one CPU hand a turn back and forth through two
+   condvars of one PI mutex (the latency benchmark's broadcast round):
+   the waiter announces itself and signals the other under the mutex,
+   then waits; the other broadcasts, under the mutex or after the
+   unlock.  The waiter's release of the mutex hands it to the other
+   thread, which may run at once (preemption under SCHED_OTHER, or a
+   higher SCHED_FIFO priority) and pick the waiter before the waiter is
+   asleep: the wait must still see it was picked (a wait that then
+   slept on would never be woken: the lost wake-up this checks for).
+   The main thread watches the rounds go by and fails, naming the round
+   and the side, if none passes for 2 s. */
+struct pong {
+	pthread_mutex_t m;
+	pthread_cond_t turn, ready;
+	int waiting, gen, rounds, released;
+	int prio_waiter, prio_sender; /* SCHED_FIFO, or 0: SCHED_OTHER */
+	int progress, where[2], err;
+};
+
+static void pong_sched(struct pong *p, int prio)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
+		__atomic_store_n(&p->err, 1, __ATOMIC_RELEASE);
+	if (prio && rt_self(prio, 0))
+		__atomic_store_n(&p->err, 2, __ATOMIC_RELEASE);
+}
+
+static void *pong_waiter(void *arg)
+{
+	struct pong *p = arg;
+
+	CHECK_WEFT_THREAD();
+	pong_sched(p, p->prio_waiter);
+	CHECK_ERR(pthread_mutex_lock(&p->m), 0);
+	for (int i = 0; i < p->rounds; i++) {
+		int seen = p->gen;
+		p->waiting = 1;
+		CHECK_ERR(pthread_cond_signal(&p->ready), 0);
+		__atomic_store_n(&p->where[0], i, __ATOMIC_RELAXED);
+		while (p->gen == seen)
+			CHECK_ERR(pthread_cond_wait(&p->turn, &p->m), 0);
+		__atomic_add_fetch(&p->progress, 1, __ATOMIC_RELEASE);
+	}
+	CHECK_ERR(pthread_mutex_unlock(&p->m), 0);
+	return NULL;
+}
+
+static void *pong_sender(void *arg)
+{
+	struct pong *p = arg;
+
+	CHECK_WEFT_THREAD();
+	pong_sched(p, p->prio_sender);
+	for (int i = 0; i < p->rounds; i++) {
+		CHECK_ERR(pthread_mutex_lock(&p->m), 0);
+		__atomic_store_n(&p->where[1], i, __ATOMIC_RELAXED);
+		while (!p->waiting)
+			CHECK_ERR(pthread_cond_wait(&p->ready, &p->m), 0);
+		p->waiting = 0;
+		p->gen++;
+		if (p->released) {
+			CHECK_ERR(pthread_mutex_unlock(&p->m), 0);
+			CHECK_ERR(pthread_cond_broadcast(&p->turn), 0);
+		} else {
+			CHECK_ERR(pthread_cond_broadcast(&p->turn), 0);
+			CHECK_ERR(pthread_mutex_unlock(&p->m), 0);
+		}
+	}
+	return NULL;
+}
+
+static void check_pingpong(int prio_waiter, int prio_sender, int rounds)
+{
+	for (int released = 0; released < 2; released++) {
+		struct pong *p = calloc(1, sizeof *p);
+		pthread_t tw, ts;
+		int last = -1;
+		long idle_since = mono_ns();
+
+		pi_init(&p->m, PTHREAD_MUTEX_NORMAL, 0, 0);
+		pthread_cond_init(&p->turn, NULL);
+		pthread_cond_init(&p->ready, NULL);
+		p->rounds = rounds;
+		p->released = released;
+		p->prio_waiter = prio_waiter;
+		p->prio_sender = prio_sender;
+		REQUIRE(pthread_create(&tw, NULL, pong_waiter, p) == 0, "create");
+		REQUIRE(pthread_create(&ts, NULL, pong_sender, p) == 0, "create");
+		for (;;) {
+			int done = __atomic_load_n(&p->progress, __ATOMIC_ACQUIRE);
+			if (done == rounds)
+				break;
+			if (done != last) {
+				last = done;
+				idle_since = mono_ns();
+			} else if (mono_ns() - idle_since > 2000000000L) {
+				FAIL("ping-pong on one CPU (priorities %d/%d, broadcast "
+				     "%s the unlock): expected %d rounds, got stuck "
+				     "after %d: a lost wake-up (waiter in round %d, "
+				     "sender in round %d)", prio_waiter, prio_sender,
+				     released ? "after" : "before", rounds, done,
+				     p->where[0], p->where[1]);
+				_exit(1); /* the threads are stuck */
+			}
+			usleep(1000);
+		}
+		pthread_join(tw, NULL);
+		pthread_join(ts, NULL);
+		CHECK(p->err == 0, "ping-pong: scheduling set-up failed (%d)",
+		      p->err);
+		pthread_cond_destroy(&p->turn);
+		pthread_cond_destroy(&p->ready);
+		pthread_mutex_destroy(&p->m);
+		free(p);
+	}
 }
 
 /* ------------------------------------------------------------ RT parts */
@@ -729,19 +898,98 @@ static void check_order(int pi, int broadcast)
 	free(o);
 }
 
+/* Destroy and a leaving waiter.  cond_destroy waits for waiters that
+   timed out or were cancelled and are unlinking themselves.  It used to
+   wait with a sched_yield loop, which under SCHED_FIFO never lets a
+   leaver of lower priority on the same CPU run (a yield gives way to
+   equal or higher priorities only); it now sleeps until the leaver has
+   gone.  The state is made by hand, in a child: the condvar's internal
+   lock (a PI word at offset 0, weft's layout: 0 or the holder's tid) is
+   marked held by the main thread, so the waiter (FIFO 10, CPU 0) that
+   times out is left "leaving" and blocked on that lock; the destroyer
+   (FIFO 20, CPU 0) blocks on it too; the main thread (CPU 1) then lets
+   it go (FUTEX_UNLOCK_PI: to the destroyer, the higher).  The destroyer
+   finds the leaver, and must wait for it without a yield (a seccomp
+   filter counts the destroyer's sched_yield calls); it returns 0 once
+   the leaver is gone, and the leaver's wait ETIMEDOUT. */
+struct dleave {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int waiter_tid, destroyer_tid, waiter_res, destroy_res;
+};
+
+static void *dleave_waiter(void *p)
+{
+	struct dleave *d = p;
+	struct timespec ts;
+
+	CHECK_ERR(rt_self(10, 0), 0);
+	__atomic_store_n(&d->waiter_tid, tid(), __ATOMIC_RELEASE);
+	CHECK_ERR(pthread_mutex_lock(&d->m), 0);
+	ts = deadline_in(CLOCK_REALTIME, 200000000);
+	d->waiter_res = pthread_cond_timedwait(&d->c, &d->m, &ts);
+	CHECK_ERR(pthread_mutex_unlock(&d->m), 0);
+	return NULL;
+}
+
+static void *dleave_destroyer(void *p)
+{
+	struct dleave *d = p;
+
+	CHECK_ERR(rt_self(20, 0), 0);
+	trap_tid = tid(); /* from here only ours count */
+	__atomic_store_n(&trap_count, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->destroyer_tid, trap_tid, __ATOMIC_RELEASE);
+	d->destroy_res = pthread_cond_destroy(&d->c);
+	return NULL;
+}
+
+static void destroy_waits_for_leaver_child(void)
+{
+	static const int nrs[] = {SYS_sched_yield};
+	struct dleave *d = calloc(1, sizeof *d);
+	int *cond_lock = (int *)&d->c;
+	pthread_t w, x;
+
+	trap_result = 0;
+	REQUIRE(trap_syscalls(nrs, 1) == 0, "seccomp filter: %s",
+		strerror(errno));
+	pthread_mutex_init(&d->m, NULL);
+	pthread_cond_init(&d->c, NULL);
+	pthread_create(&w, NULL, dleave_waiter, d);
+	REQUIRE(poll_flag(&d->waiter_tid), "waiter runs");
+	REQUIRE(sleeps_in(d->waiter_tid, FUTEX_WAIT_BITSET),
+		"waiter asleep in its wait");
+	__atomic_store_n(cond_lock, tid(), __ATOMIC_RELEASE);
+	REQUIRE(sleeps_in(d->waiter_tid, OP_LOCK_PI),
+		"timed-out waiter blocked on the internal lock, got futex op %d",
+		futex_op_of(d->waiter_tid));
+	pthread_create(&x, NULL, dleave_destroyer, d);
+	REQUIRE(poll_flag(&d->destroyer_tid), "destroyer runs");
+	REQUIRE(sleeps_in(d->destroyer_tid, OP_LOCK_PI),
+		"destroyer blocked on the internal lock");
+	REQUIRE(syscall(SYS_futex, cond_lock,
+			FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG) == 0,
+		"FUTEX_UNLOCK_PI: %s", strerror(errno));
+	pthread_join(x, NULL);
+	pthread_join(w, NULL);
+	CHECK(d->destroy_res == 0 && d->waiter_res == ETIMEDOUT,
+	      "destroy with a leaving waiter: expected 0 and the waiter's "
+	      "ETIMEDOUT, got %d and %d", d->destroy_res, d->waiter_res);
+	CHECK(trap_count == 0, "destroy waiting for a leaving waiter of lower "
+	      "priority on its CPU: expected it to sleep, got %d sched_yield "
+	      "call(s)", trap_count);
+}
+
 static int rt_allowed(void)
 {
 	struct sched_param sp = {.sched_priority = 1};
-	const char *skip = getenv("WEFT_TEST_NO_RT");
 	cpu_set_t set;
 
+	if (!harness_rt_wanted())
+		return 0;
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
-		printf("SKIP RT parts: SCHED_FIFO refused (%s)\n",
-		       strerror(errno));
-		if (!skip || strcmp(skip, "1"))
-			FAIL("SCHED_FIFO: expected allowed (root), got %s; set "
-			     "WEFT_TEST_NO_RT=1 to skip the RT parts",
-			     strerror(errno));
+		RT_REFUSED(errno);
 		return 0;
 	}
 	sp.sched_priority = 0;
@@ -763,9 +1011,17 @@ int main(void)
 	watchdog_arm();
 	test_kinds();
 	test_recursive_depth();
+	test_deferred_two_mutexes();
 	test_timeout_after_signal();
 	test_cancel();
+	check_pingpong(0, 0, 20000);
 	if (rt_allowed()) {
+		fprintf(stderr, "ping-pong\n");
+		check_pingpong(10, 20, 2000);
+		check_pingpong(20, 10, 2000);
+		fprintf(stderr, "destroy and a leaving waiter\n");
+		trap_in_child(destroy_waits_for_leaver_child, 10,
+			      "destroy and a leaving waiter");
 		fprintf(stderr, "inversion\n");
 		test_inversion(0);
 		test_inversion(1);

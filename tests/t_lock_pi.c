@@ -40,8 +40,8 @@
 
    Needs SCHED_FIFO (root, CAP_SYS_NICE or RLIMIT_RTPRIO) and two CPUs
    (the main thread watches from the second).  Without the right it
-   fails, unless WEFT_TEST_NO_RT=1 says to skip (exit 77, reported as
-   SKIP by tests/run.sh); with one CPU it is skipped. */
+   fails; WEFT_TEST_NO_RT=1 leaves it out (exit 77, reported as SKIP by
+   tests/run.sh); with one CPU it is skipped. */
 #include <limits.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -518,7 +518,6 @@ static void skip(const char *why)
 int main(void)
 {
 	struct sched_param sp = {.sched_priority = 1};
-	const char *no_rt = getenv("WEFT_TEST_NO_RT");
 
 	alarm(60); /* a hang ends as a failure (SIGALRM) */
 	WEFT_REQUIRE();
@@ -526,11 +525,10 @@ int main(void)
 	REQUIRE_SERVED(pthread_mutex_unlock);
 	REQUIRE_SERVED(pthread_create);
 	REQUIRE_SERVED(pthread_setschedparam);
+	if (!harness_rt_wanted())
+		TEST_DONE(); /* exits 77 */
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
-		if (no_rt && !strcmp(no_rt, "1"))
-			skip("SCHED_FIFO refused (WEFT_TEST_NO_RT=1)");
-		FAIL("SCHED_FIFO: expected allowed, got %s; set WEFT_TEST_NO_RT=1 "
-		     "to skip", strerror(errno));
+		RT_REFUSED(errno);
 		TEST_DONE();
 	}
 	sp.sched_priority = 0;

@@ -2,13 +2,16 @@
    memory), every error, timeouts on both clocks, exclusion under stress
    with invariants checked inside the critical sections, writer
    preference without writer starvation (worst writer wait reported),
-   a storm of timed lock calls that give up (no lost wake-up), and a
-   process-shared lock across fork. */
+   a storm of timed lock calls that give up (no lost wake-up), a
+   process-shared lock across fork, and sleeps that ask the kernel for
+   no scheduling facts. */
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "harness.h"
+#include "trap_syscalls.h"
 
 /* An absolute deadline `ms` from now on `clock`. */
 static struct timespec deadline(clockid_t clock, long ms)
@@ -495,6 +498,69 @@ static void pshared_fork(void)
 	munmap(s, sizeof *s);
 }
 
+/* ------------------------------------------------ no question per sleep
+
+   A sleeping reader or writer needs its real-time priority (the
+   priority rules of t_rwlock_rt); core/rt_hint.h answers from memory in
+   a program that never used a real-time policy, and from a per-thread
+   cache otherwise.  In a child, once one contended round has settled
+   the hint, a seccomp filter traps every sched_getscheduler,
+   sched_getparam and sched_getattr (trap_syscalls.h: counted, answered
+   ENOSYS); further contended rounds, each with a reader and a writer
+   asleep on the lock, must make none.  (The rwlock used to ask with two
+   of these calls before every sleep.) */
+static pthread_rwlock_t ql;
+static pid_t q_tid;
+
+static void *q_locker(void *arg)
+{
+	int write = arg != NULL;
+
+	__atomic_store_n(&q_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	CHECK_ERR(write ? pthread_rwlock_wrlock(&ql) : pthread_rwlock_rdlock(&ql), 0);
+	CHECK_ERR(pthread_rwlock_unlock(&ql), 0);
+	return NULL;
+}
+
+/* The main thread holds the lock the other way; the locker sleeps on
+   it until released. */
+static void q_round(int write)
+{
+	pthread_t t;
+	pid_t tid;
+
+	__atomic_store_n(&q_tid, 0, __ATOMIC_RELAXED);
+	CHECK_ERR(write ? pthread_rwlock_rdlock(&ql) : pthread_rwlock_wrlock(&ql), 0);
+	REQUIRE(pthread_create(&t, NULL, q_locker, write ? &ql : NULL) == 0,
+		"create");
+	while (!(tid = __atomic_load_n(&q_tid, __ATOMIC_ACQUIRE)))
+		sched_yield();
+	CHECK(task_asleep(tid, 5000000000L), "%s never slept on the lock",
+	      write ? "writer" : "reader");
+	CHECK_ERR(pthread_rwlock_unlock(&ql), 0);
+	pthread_join(t, NULL);
+}
+
+static void no_sched_queries_child(void)
+{
+	static const int nrs[] = {SYS_sched_getscheduler, SYS_sched_getparam,
+				  SYS_sched_getattr};
+
+	CHECK_ERR(pthread_rwlock_init(&ql, NULL), 0);
+	q_round(0); /* settles the hint */
+	q_round(1);
+	trap_result = -ENOSYS;
+	REQUIRE(trap_syscalls(nrs, 3) == 0, "seccomp filter: %s",
+		strerror(errno));
+	for (int i = 0; i < 20; i++) {
+		q_round(0);
+		q_round(1);
+	}
+	CHECK(trap_count == 0, "20 reader and 20 writer sleeps on a rwlock: "
+	      "expected no question to the kernel about scheduling, got %d",
+	      trap_count);
+}
+
 int main(void)
 {
 	WEFT_REQUIRE();
@@ -515,5 +581,6 @@ int main(void)
 	timeout_storm(PTHREAD_RWLOCK_PREFER_READER_NP);
 	timeout_storm(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pshared_fork();
+	trap_in_child(no_sched_queries_child, 20, "no-question child");
 	TEST_DONE();
 }

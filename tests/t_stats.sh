@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # WEFT_STATS: the report weft prints to stderr at exit.  The helper
 # (tests/stats_contend.c, built here with -rdynamic so that dladdr can
-# name its functions) makes sure waits on a mutex, an rwlock (read) and
-# a spin lock, and prints the addresses; the report must show:
+# name its functions) makes sure waits on a mutex, an rwlock (read), a
+# spin lock, a robust process-shared mutex and a PI mutex, and prints
+# the addresses; the report must show:
 #   - the summary: active=1, threads_created = the helper's count,
 #     peak_alive >= 2, this pid;
 #   - each lock by address, with its kind, contentions >= 1, a wait > 0
 #     and the function that waited (contend_worker, reader_worker,
-#     spin_worker), lines sorted by total wait, most first;
+#     spin_worker, kinds_worker), lines sorted by total wait, most first;
 #   - WEFT_STATS_TOP=1: exactly one lock line, the most waited-for;
 #   - 2000 more mutexes waited for once each, WEFT_STATS_TOP=0: all
-#     2003 locks listed, each once (the table grows past its first
+#     2005 locks listed, each once (the table grows past its first
 #     blocks without losing or duplicating an entry);
 #   - the program closing stderr in its own atexit handler (coreutils
 #     and xz do) does not lose the report;
@@ -87,13 +88,15 @@ check_lock() {
 check_lock mutex "$(field mutex "$out")" mutex contend_worker
 check_lock rwlock "$(field rwlock "$out")" rwlock-read reader_worker
 check_lock spin "$(field spin "$out")" spin spin_worker
+check_lock robust-shared "$(field robust "$out")" mutex kinds_worker
+check_lock pi "$(field pi "$out")" mutex kinds_worker
 
 # Sorted by total wait, most first; the header counts them.
 waits=$(grep '^weft-stats: lock=' "$tmp/err" | sed -n 's/.* wait_ns=\([0-9]*\).*/\1/p')
 [ "$waits" = "$(sort -rn <<<"$waits")" ] || fail "lock lines not sorted by wait_ns: $(echo $waits)"
 head=$(grep '^weft-stats: contended_locks=' "$tmp/err")
 n=$(grep -c '^weft-stats: lock=' "$tmp/err")
-[ "$(field contended_locks "$head")" = 3 ] || fail "contended_locks: expected 3, got '$(field contended_locks "$head")'"
+[ "$(field contended_locks "$head")" = 5 ] || fail "contended_locks: expected 5, got '$(field contended_locks "$head")'"
 [ "$(field shown "$head")" = "$n" ] || fail "shown: expected $n (lines printed), got '$(field shown "$head")'"
 
 # ---- WEFT_STATS_TOP=1: only the most waited-for lock
@@ -103,8 +106,8 @@ rc=$?
 n=$(grep -c '^weft-stats: lock=' "$tmp/err1")
 [ "$n" -eq 1 ] || fail "WEFT_STATS_TOP=1: expected 1 lock line, got $n: $(cat "$tmp/err1")"
 head=$(grep '^weft-stats: contended_locks=' "$tmp/err1")
-[ "$(field contended_locks "$head")" = 3 ] && [ "$(field shown "$head")" = 1 ] ||
-	fail "WEFT_STATS_TOP=1: expected contended_locks=3 shown=1, got '$head'"
+[ "$(field contended_locks "$head")" = 5 ] && [ "$(field shown "$head")" = 1 ] ||
+	fail "WEFT_STATS_TOP=1: expected contended_locks=5 shown=1, got '$head'"
 
 # ---- many locks, all listed
 nmany=2000
@@ -112,7 +115,7 @@ args=$nmany run WEFT_STATS=1 WEFT_STATS_TOP=0 >"$tmp/out3" 2>"$tmp/err3"
 rc=$?
 [ $rc -eq 0 ] || fail "$nmany-mutex run: expected exit 0, got $rc: $(head -c 2000 "$tmp/err3")"
 head=$(grep '^weft-stats: contended_locks=' "$tmp/err3")
-want=$((nmany + 3))
+want=$((nmany + 5))
 [ "$(field contended_locks "$head")" = $want ] && [ "$(field shown "$head")" = $want ] ||
 	fail "$nmany-mutex run: expected contended_locks=$want shown=$want, got '$head'"
 n=$(sed -n 's/^weft-stats: \(lock=[^ ]* kind=[^ ]*\) .*/\1/p' "$tmp/err3" | sort -u | wc -l)
@@ -125,15 +128,15 @@ echo "$nmany-mutex run: $head"
 run WEFT_STATS=1 CONTEND_CLOSE_STDERR=1 >"$tmp/out4" 2>"$tmp/err4"
 rc=$?
 [ $rc -eq 0 ] || fail "closed-stderr run: expected exit 0, got $rc: $(cat "$tmp/err4")"
-n=$(grep -c '^weft-stats: pid=.* threads_created=4 ' "$tmp/err4")
-[ "$n" -eq 1 ] || fail "closed-stderr run: expected the summary line with threads_created=4, got: $(cat "$tmp/err4")"
+n=$(grep -c '^weft-stats: pid=.* threads_created=6 ' "$tmp/err4")
+[ "$n" -eq 1 ] || fail "closed-stderr run: expected the summary line with threads_created=6, got: $(cat "$tmp/err4")"
 
 # ---- main calls pthread_exit: the last thread ending exits the process
 run WEFT_STATS=1 CONTEND_MAIN_EXIT=1 >"$tmp/out5" 2>"$tmp/err5"
 rc=$?
 [ $rc -eq 0 ] || fail "main-pthread_exit run: expected exit 0, got $rc: $(cat "$tmp/err5")"
-n=$(grep -c '^weft-stats: pid=.* threads_created=5 ' "$tmp/err5")
-[ "$n" -eq 1 ] || fail "main-pthread_exit run: expected the summary line with threads_created=5, got: $(cat "$tmp/err5")"
+n=$(grep -c '^weft-stats: pid=.* threads_created=7 ' "$tmp/err5")
+[ "$n" -eq 1 ] || fail "main-pthread_exit run: expected the summary line with threads_created=7, got: $(cat "$tmp/err5")"
 grep -q '^weft-stats: lock=.* kind=mutex .*site=contend_worker+' "$tmp/err5" ||
 	fail "main-pthread_exit run: expected the mutex line, got: $(cat "$tmp/err5")"
 

@@ -66,11 +66,14 @@ static void print_mutex_kinds(int fd)
 		"priority protect: the ceiling in glibc's place; a "
 		"sched_setscheduler only when the highest held ceiling changes; "
 		"EINVAL above the ceiling; waiters sleep at their own priority "
-		"(woken highest first)",
+		"(woken highest first) and raise it once, for the try that "
+		"takes the mutex",
 		"condvar waits with PI mutexes: requeue-PI (the kernel hands the "
 		"waiter the mutex, never woken into a held one; the holder's "
 		"release requeues waiters of no higher priority), private "
-		"condvars; process-shared ones wake and retake",
+		"condvars; process-shared ones wake and retake; the waiter owns "
+		"the mutex before it runs, which bounds an inversion and makes "
+		"a signaller that relocks first block in FUTEX_LOCK_PI",
 	};
 
 	dprintf(fd, "mutex kinds:\n");

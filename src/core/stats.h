@@ -35,6 +35,15 @@ static inline int stats_enabled(void)
 /* CLOCK_MONOTONIC in nanoseconds: the first half of the pair. */
 long stats_now(void);
 
+/* A contended lock's wait begins: *t0 becomes its start (stats_now),
+   the first time only, and only with WEFT_STATS on; a caller that finds
+   it set records the wait (lockstat_record) however it ends. */
+static inline void stats_wait_begins(long *t0)
+{
+	if (!*t0 && stats_enabled())
+		*t0 = stats_now();
+}
+
 /* A wait on `lock` that began at `t0` (stats_now) has just ended.
    Takes the second clock reading, finds the code outside weft that
    asked for the lock (frame pointers, within libweft only), and adds

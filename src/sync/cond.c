@@ -32,7 +32,6 @@
    lost one).  Their wake-ups are not PI-aware (docs/sync.md). */
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include "../core/cancel.h"
 #include "../core/rt_hint.h"
 #include "cond.h"
@@ -187,11 +186,23 @@ static void list_unlink(struct wcond *c, struct cnode *prev,
 		c->tail = prev;
 }
 
+/* A leaving waiter (timed out, cancelled) unlinks itself; a destroy
+   that waits for leavers (cond_destroy) is woken, by address only once
+   the internal lock is let go: the condvar may be gone after that. */
 static void unlink_self(struct wcond *c, struct cnode *n)
 {
+	int destroy_waits;
+
 	weft_lock(&c->lock);
 	list_unlink(c, n->prev, n->next);
+	destroy_waits = c->shared_waiters;
+	if (destroy_waits) {
+		c->shared_waiters = 0;
+		__atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
+	}
 	weft_unlock(&c->lock);
+	if (destroy_waits)
+		futex_wake((int *)&c->seq, INT_MAX, WEFT_FUTEX_PRIVATE);
 }
 
 /* ------------------------------------------------------- waking a node */
@@ -318,30 +329,35 @@ static void requeue(const struct requeue *rq)
    are always requeued at once (their holder may die holding them).
 
    DEFERRED waiters wait in the releasing thread's list, in the order
-   they were picked; they cannot leave until requeued, so their nodes
-   stay valid there. */
+   they were picked (appended at the tail: no walk); they cannot leave
+   until requeued, so their nodes stay valid there. */
 __thread struct cnode *weft_cond_deferred_pi
+	__attribute__((tls_model("initial-exec")));
+static __thread struct cnode *deferred_pi_tail
 	__attribute__((tls_model("initial-exec")));
 
 static void defer_requeue(struct cnode *n)
 {
-	struct cnode **p = &weft_cond_deferred_pi;
-
 	n->bnext = NULL;
-	while (*p)
-		p = &(*p)->bnext;
-	*p = n;
+	if (weft_cond_deferred_pi)
+		deferred_pi_tail->bnext = n;
+	else
+		weft_cond_deferred_pi = n;
+	deferred_pi_tail = n;
 }
 
+/* Requeues this thread's deferred waiters of `m` (those of other
+   mutexes it holds stay, in order, and the tail follows them). */
 void cond_requeue_deferred(struct wmutex *m)
 {
-	struct cnode **p = &weft_cond_deferred_pi, *n;
+	struct cnode **p = &weft_cond_deferred_pi, *n, *kept = NULL;
 
 	while ((n = *p)) {
 		struct requeue rq;
 		int v;
 
 		if (n->mutex != m) {
+			kept = n;
 			p = &n->bnext;
 			continue;
 		}
@@ -352,6 +368,7 @@ void cond_requeue_deferred(struct wmutex *m)
 		__atomic_store_n(&n->state, rq.expect, __ATOMIC_RELEASE);
 		requeue(&rq);
 	}
+	deferred_pi_tail = kept;
 }
 
 /* Whether a PI waiter picked by the caller waits for its release.
@@ -395,7 +412,12 @@ static int pi_sleep(struct wait_ctx *x, int clock,
 {
 	struct cnode *n = &x->node;
 	struct wmutex *m = x->m;
-	int expect = n->state; /* our ticket, WAITING */
+	/* Our ticket with WAITING, whatever the word says now: a signaller
+	   that ran between our release of the mutex and this point (it may
+	   have been handed the mutex and preempted us) has claimed us
+	   already, and a sleep on the claimed value would never end. */
+	int expect = (__atomic_load_n(&n->state, __ATOMIC_RELAXED) &
+		      ~CN_STATE) | CN_WAITING;
 
 	for (;;) {
 		long k = futex_wait_requeue_pi_cp(&n->state, expect, clock,
@@ -790,16 +812,20 @@ int cond_init(struct wcond *c, unsigned attr)
 
 /* EBUSY while a thread is blocked; waits out threads that are leaving
    (timed out or cancelled), which unlink themselves within one hold of
-   the internal lock.  Picked waiters are off the list already and do
-   not touch the condvar any more.  Process-shared: waiters cannot be
-   counted without touching the condvar after a wake-up, so nothing is
-   detected. */
+   the internal lock.  It sleeps meanwhile (a private condvar's `seq`,
+   moved on by each leaver that finds `shared_waiters` set): a leaver of
+   lower priority may need the destroyer's CPU to get that far, which a
+   yield loop under SCHED_FIFO would never give it.  Picked waiters are
+   off the list already and do not touch the condvar any more.
+   Process-shared: waiters cannot be counted without touching the
+   condvar after a wake-up, so nothing is detected. */
 int cond_destroy(struct wcond *c)
 {
 	if (c->flags & CF_PSHARED)
 		return 0;
 	for (;;) {
 		int busy = 0, leaving = 0;
+		unsigned gen = 0;
 		weft_lock(&c->lock);
 		if (list_foreign(c)) {
 			weft_unlock(&c->lock);
@@ -811,11 +837,15 @@ int cond_destroy(struct wcond *c)
 			else
 				busy = 1;
 		}
+		if (!busy && leaving) {
+			c->shared_waiters = 1;
+			gen = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
+		}
 		weft_unlock(&c->lock);
 		if (busy)
 			return EBUSY;
 		if (!leaving)
 			return 0;
-		sched_yield();
+		futex_wait((int *)&c->seq, (int)gen, WEFT_FUTEX_PRIVATE);
 	}
 }

@@ -7,8 +7,11 @@
      8  head     waiter list by priority, oldest first within one: nodes
                  on the waiters' stacks
     16  tail
-    24  seq      process-shared condvars: the sequence futex word
-    28  shared_waiters  process-shared: "someone may sleep on seq"
+    24  seq      process-shared condvars: the sequence futex word;
+                 private: moved on by a leaving waiter that a destroy
+                 waits for (cond_destroy)
+    28  shared_waiters  process-shared: "someone may sleep on seq";
+                 private: a destroy waits for leaving waiters
     32  pid      private condvars: the process whose threads are listed
     36  unused */
 #ifndef WEFT_SYNC_COND_H

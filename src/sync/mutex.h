@@ -16,7 +16,8 @@
                  the lock word, bits 19-30: mutex_pp.c)
     20  handoff  (glibc's __spins/__elision) private mutexes only: -tid of
                  the one starving waiter asking for a direct hand-off
-                 (INT_MIN while a release tells it that it declined)
+                 (INT_MIN while a release tells it that it declined);
+                 private PP mutexes: the sleepers on the word (mutex_pp.c)
     24  list     private mutexes: the condvar wake-ups deferred to the
                  release (first node, and the pid that deferred them);
                  glibc's robust list links otherwise (used by robust

@@ -20,7 +20,15 @@
 #include "mutex_kinds.h"
 #include "mutex_pp.h"
 #include "../core/lock.h"
+#include "../core/spin_policy.h"
+#include "../core/stats.h"
 #include "../kernel/sched.h"
+
+/* Tries of a word held by a running owner before sleeping on it
+   (mutex.c's figure and reasons: a short critical section is likely to
+   end within them, where a sleep and a wake-up cost two system calls
+   and a context switch). */
+#define PP_SPIN_TRIES 100
 
 #define PP_SHIFT 19
 #define PP_MASK 0xfff80000u
@@ -30,12 +38,15 @@
    100, part of its ABI); a count per level, indexed by the ceiling. */
 #define PP_LEVELS 100
 
+#define PP_WORDS ((PP_LEVELS + 63) / 64)
+
 struct pp_thread {
 	weft_lock_t lock;  /* against pthread_setschedparam from others */
 	int top;	   /* highest ceiling held, 0 when none */
 	int known;	   /* policy and prio below are the thread's base */
 	int policy, prio;
 	unsigned held[PP_LEVELS];
+	unsigned long long levels[PP_WORDS]; /* bit c: held[c] != 0 */
 };
 
 static __thread struct pp_thread pp_self __attribute__((tls_model("initial-exec")));
@@ -116,11 +127,25 @@ static int learn_base(struct pp_thread *s)
 	return 0;
 }
 
-static int highest_held(const struct pp_thread *s, int from)
+/* The highest level held, from the bitmap (no scan of the counts). */
+static int highest_held(const struct pp_thread *s)
 {
-	while (from > 0 && s->held[from] == 0)
-		from--;
-	return from;
+	for (int i = PP_WORDS - 1; i >= 0; i--)
+		if (s->levels[i])
+			return i * 64 + 63 - __builtin_clzll(s->levels[i]);
+	return 0;
+}
+
+static void count_level(struct pp_thread *s, int c, int up)
+{
+	unsigned long long bit = 1ULL << (c % 64);
+
+	if (up) {
+		s->held[c]++;
+		s->levels[c / 64] |= bit;
+	} else if (--s->held[c] == 0) {
+		s->levels[c / 64] &= ~bit;
+	}
 }
 
 /* Tells the kernel the priority the thread must run at now, if it is
@@ -152,7 +177,7 @@ enum {
 static int pp_move(int from, int to, int flags)
 {
 	struct pp_thread *s = &pp_self;
-	int old_top, r = 0;
+	int old_top, up, down, r = 0;
 
 	if (to >= PP_LEVELS || from >= PP_LEVELS)
 		return EINVAL;
@@ -166,23 +191,47 @@ static int pp_move(int from, int to, int flags)
 	if (r && (flags & PP_UNDO))
 		goto out;
 	old_top = s->top;
-	if (to > 0 && s->held[to] != UINT_MAX)
-		s->held[to]++;
-	if (from > 0 && s->held[from] > 0)
-		s->held[from]--;
-	s->top = highest_held(s, to > old_top ? to : old_top);
+	up = to > 0 && s->held[to] != UINT_MAX;
+	down = from > 0 && s->held[from] > 0;
+	if (up)
+		count_level(s, to, 1);
+	if (down)
+		count_level(s, from, 0);
+	s->top = highest_held(s);
 	if (s->top != old_top && s->known) {
 		int e = apply(s, 0, old_top);
 		if (e && (flags & PP_UNDO)) {
-			if (from > 0)
-				s->held[from]++;
-			if (to > 0)
-				s->held[to]--;
+			if (down)
+				count_level(s, from, 1);
+			if (up)
+				count_level(s, to, 0);
 			s->top = old_top;
 		}
 		r = r ? r : e;
 	}
 out:
+	weft_unlock(&s->lock);
+	return r;
+}
+
+/* What counting ceiling `c` would say, without counting it: EINVAL when
+   the caller's base priority is above it (glibc's check) or its policy
+   has no priorities (the kernel refuses such a raise with EINVAL); 0
+   otherwise.  A refusal the kernel alone knows of (EPERM: a raise
+   beyond what the thread may) is found when the ceiling is counted. */
+static int pp_check(int c)
+{
+	struct pp_thread *s = &pp_self;
+	int r = 0;
+
+	weft_lock(&s->lock);
+	if (!s->known)
+		r = learn_base(s);
+	if (!r && s->prio > c)
+		r = EINVAL;
+	if (!r && s->prio < c && (s->policy & ~SCHED_RESET_ON_FORK) != SCHED_FIFO &&
+	    (s->policy & ~SCHED_RESET_ON_FORK) != SCHED_RR)
+		r = EINVAL;
 	weft_unlock(&s->lock);
 	return r;
 }
@@ -239,62 +288,146 @@ void pp_sched_note(char *tcb, int policy, int prio)
 
 /* ------------------------------------------------------- the lock word */
 
+/* Sleepers.  The word's state 2 ("held, maybe sleepers") is sticky:
+   a thread that slept takes the word with 2, since others may sleep
+   too.  A private mutex also counts its sleepers exactly, in the field
+   glibc calls __spins (unused by glibc for this kind; weft's hand-off
+   field of normal mutexes), so that a thread that slept keeps 2 only
+   while others sleep, and a newcomer spins only while nobody sleeps
+   (otherwise it would take the word ahead of them, whom the kernel
+   queues in priority order).  A process-shared mutex cannot count a
+   glibc peer's sleepers: there 2 means "maybe", as in glibc. */
+static int is_private(const struct wmutex *w)
+{
+	return mutex_futex_flag(w) == WEFT_FUTEX_PRIVATE;
+}
+
+static void sleepers_add(struct wmutex *w, int n)
+{
+	if (is_private(w))
+		__atomic_add_fetch(&w->handoff, n, __ATOMIC_SEQ_CST);
+}
+
+/* Nobody sleeps on a word seen in state v: spinning jumps no queue. */
+static int no_sleepers(struct wmutex *w, unsigned v)
+{
+	if (is_private(w))
+		return __atomic_load_n(&w->handoff, __ATOMIC_SEQ_CST) == 0;
+	return PP_STATE(v) == 1;
+}
+
+/* The state to take a free word with: 2 while others may sleep on it,
+   so that the release wakes one.  `slept`: the caller was one of them
+   (or, for a condvar's reacquire, others may be: glibc's rule). */
+static unsigned take_state(struct wmutex *w, int slept)
+{
+	if (!slept)
+		return 1;
+	if (is_private(w))
+		return __atomic_load_n(&w->handoff, __ATOMIC_SEQ_CST) ? 2 : 1;
+	return 2;
+}
+
 /* Takes the word and counts its ceiling for the caller; the ceiling
    may change while we wait (setprioceiling), then the count follows
-   it.  The ceiling is counted (the priority raised) before each try, as
-   glibc does, so that the owner never runs below it; but not while the
-   caller sleeps: the kernel queues futex waiters by the priority they
-   have when they go to sleep, so at the ceiling all would rank equal and
-   be woken first come first served (glibc's behaviour).  At its own
-   priority a waiter is queued by it, highest first.  `flags` PP_CHECK|PP_UNDO for a lock (0 for a condvar's
-   reacquire, which must take the mutex whatever the priority says);
-   `mark` 1, or 2 when others may sleep on the word.  `counted`: the
-   caller's ceiling count is moved (setprioceiling takes the word
-   without the protocol).  0, or an error with nothing taken. */
-static int take_word(struct wmutex *w, clockid_t clock,
-		     const struct timespec *abstime, int flags, int mark,
-		     int counted)
+   it.  The ceiling is counted (the priority raised) before each try of
+   a free word, as glibc does, so that the owner never runs below it;
+   but not while the caller sleeps: the kernel queues futex waiters by
+   the priority they have when they go to sleep, so at the ceiling all
+   would rank equal and be woken first come first served (glibc's
+   behaviour).  At its own priority a waiter is queued by it, highest
+   first.  A word seen held is therefore waited for without counting
+   (pp_check gives the EINVAL the count would), so that a contended
+   lock changes the priority once, just before the try that takes the
+   word; only a try lost after counting (the word taken in between)
+   gives the count back, and only before sleeping.  A held word is
+   first spun on while nobody sleeps on it and the owner can run
+   meanwhile (core/spin_policy.h).  `flags` PP_CHECK|PP_UNDO for a lock
+   (0 for a condvar's reacquire, which must take the mutex whatever the
+   priority says); `slept` 1 for a condvar's reacquire (see
+   take_state).  `counted`: the caller's ceiling count is moved
+   (setprioceiling takes the word without the protocol).  *t0: the
+   start of a wait, for WEFT_STATS (stats_wait_begins).  0, or an error
+   with nothing taken. */
+static int take_word_timed(struct wmutex *w, clockid_t clock,
+			   const struct timespec *abstime, int flags,
+			   int slept, int counted, long *t0)
 {
-	int priv = mutex_futex_flag(w), held = 0;
+	int priv = mutex_futex_flag(w), held = 0, checked = 0, spins = -1;
 
 	for (;;) {
-		unsigned v = (unsigned)__atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+		unsigned v = (unsigned)__atomic_load_n(&w->lock, __ATOMIC_SEQ_CST);
 		int c = ceiling_of(v);
 		unsigned cv = v & PP_MASK;
 
-		if (counted && c != held) {
-			int r = pp_move(held, c, flags);
-			if (r && (flags & PP_UNDO)) {
-				if (held)
-					pp_move(held, 0, 0);
-				return r;
-			}
-			held = c;
-		}
 		if (PP_STATE(v) == 0) {
+			if (counted && c != held) {
+				int r = pp_move(held, c, flags);
+				if (r && (flags & PP_UNDO)) {
+					if (held)
+						pp_move(held, 0, 0);
+					return r;
+				}
+				held = checked = c;
+			}
 			if (__atomic_compare_exchange_n(&w->lock, (int *)&v,
-							(int)(cv | mark), 0,
-							__ATOMIC_ACQUIRE,
-							__ATOMIC_RELAXED))
+							(int)(cv | take_state(w, slept)),
+							0, __ATOMIC_SEQ_CST,
+							__ATOMIC_SEQ_CST))
 				return 0;
 			continue;
 		}
-		if (PP_STATE(v) == 1 &&
-		    !__atomic_compare_exchange_n(&w->lock, (int *)&v,
-						 (int)(cv | 2), 0,
-						 __ATOMIC_RELAXED,
-						 __ATOMIC_RELAXED))
-			continue;
+		if (counted && (flags & PP_CHECK) && !held && c != checked) {
+			int r = pp_check(c);
+			if (r)
+				return r;
+			checked = c;
+		}
+		stats_wait_begins(t0);
+		if (spins != 0 && no_sleepers(w, v)) {
+			if (spins < 0)
+				spins = spin_worthwhile() ? PP_SPIN_TRIES : 0;
+			if (spins > 0) {
+				spins--;
+				arch_spin_pause();
+				continue;
+			}
+		}
 		if (held) {
 			pp_move(held, 0, 0); /* sleep at our own priority */
 			held = 0;
 		}
+		sleepers_add(w, 1);
+		if (PP_STATE(v) == 1 &&
+		    !__atomic_compare_exchange_n(&w->lock, (int *)&v,
+						 (int)(cv | 2), 0,
+						 __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST)) {
+			sleepers_add(w, -1);
+			continue;
+		}
 		long k = futex_wait_until(&w->lock, (int)(cv | 2), clock,
 					  abstime, priv);
+		sleepers_add(w, -1);
 		if (k == -ETIMEDOUT || k == -EINVAL)
 			return (int)-k;
-		mark = 2; /* we slept: others may sleep too */
+		slept = 1; /* others may sleep too */
+		spins = 0;
 	}
+}
+
+/* take_word_timed, with a wait recorded for WEFT_STATS as a normal
+   mutex's, whatever its end. */
+static int take_word(struct wmutex *w, clockid_t clock,
+		     const struct timespec *abstime, int flags, int slept,
+		     int counted)
+{
+	long t0 = 0;
+	int r = take_word_timed(w, clock, abstime, flags, slept, counted, &t0);
+
+	if (t0)
+		lockstat_record(w, LS_MUTEX, t0);
+	return r;
 }
 
 /* Frees the word, keeping the ceiling, and returns the ceiling.
@@ -364,7 +497,7 @@ int ppmutex_lock(struct wmutex *w, clockid_t clock,
 
 	if (r >= 0)
 		return r;
-	r = take_word(w, clock, abstime, PP_CHECK | PP_UNDO, 1, 1);
+	r = take_word(w, clock, abstime, PP_CHECK | PP_UNDO, 0, 1);
 	if (r == 0)
 		took(w, self);
 	return r;
@@ -445,7 +578,7 @@ unsigned ppmutex_release_for_wait(struct wmutex *w)
    mutex, so it is not reported. */
 int ppmutex_reacquire_after_wait(struct wmutex *w, unsigned depth)
 {
-	take_word(w, CLOCK_MONOTONIC, NULL, 0, 2, 1);
+	take_word(w, CLOCK_MONOTONIC, NULL, 0, 1, 1);
 	w->owner = host_self_tid();
 	w->count = depth ? depth : 1;
 	return 0;
@@ -488,7 +621,7 @@ int ppmutex_setprioceiling(struct wmutex *w, int ceiling, int *old)
 		held = type == PTHREAD_MUTEX_RECURSIVE;
 	}
 	if (!held) {
-		r = take_word(w, CLOCK_MONOTONIC, NULL, 0, 1, 0);
+		r = take_word(w, CLOCK_MONOTONIC, NULL, 0, 0, 0);
 		if (r)
 			return r;
 	}

@@ -20,6 +20,7 @@
 #include <string.h>
 #include "mutex_kinds.h"
 #include "cond.h"
+#include "../core/stats.h"
 
 /* glibc's __owner values for a robust mutex whose owner died: taken
    but not yet made consistent, and given up on (pthreadP.h). */
@@ -183,9 +184,11 @@ static int took(struct wmutex *w, struct host_robust_head *h, int self,
 
 /* Robust, not PI: glibc's protocol.  `waiters` is FUTEX_WAITERS once
    this thread has slept: others may sleep too, so the word it takes
-   must keep the bit or their wake-up would be lost. */
+   must keep the bit or their wake-up would be lost.  *t0: the start of
+   the wait, for WEFT_STATS (stats_wait_begins). */
 static int robust_lock(struct wmutex *w, int self, int trying,
-		       clockid_t clock, const struct timespec *abstime)
+		       clockid_t clock, const struct timespec *abstime,
+		       long *t0)
 {
 	int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 	int waiters = 0, r;
@@ -213,6 +216,7 @@ static int robust_lock(struct wmutex *w, int self, int trying,
 			v |= W_WAITERS;
 		}
 		waiters = W_WAITERS;
+		stats_wait_begins(t0);
 		long k = futex_wait_until(&w->lock, v, clock, abstime,
 					  WEFT_FUTEX_SHARED);
 		if (k == -ETIMEDOUT || k == -EINVAL)
@@ -238,7 +242,7 @@ static int sleep_until(clockid_t clock, const struct timespec *abstime)
 
 /* PI: CAS 0 -> tid, else the kernel. */
 static int pi_lock(struct wmutex *w, int self, int trying, clockid_t clock,
-		   const struct timespec *abstime)
+		   const struct timespec *abstime, long *t0)
 {
 	int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 	int zero = 0, r;
@@ -256,6 +260,7 @@ static int pi_lock(struct wmutex *w, int self, int trying, clockid_t clock,
 	} else {
 		if ((r = deadline_check(abstime)) != 0)
 			return -r - 1;
+		stats_wait_begins(t0);
 		do
 			k = futex_lock_pi(&w->lock, clock, abstime,
 					  futex_flag(w));
@@ -276,20 +281,24 @@ static int pi_lock(struct wmutex *w, int self, int trying, clockid_t clock,
 /* Lock, trylock and the condvar's reacquire.  The word-level functions
    return 0 (taken), EOWNERDEAD (taken from a dead owner), or -err-1 for
    a result that leaves the word alone (an error, or a recursive
-   relock). */
+   relock).  A wait (a sleep, or the kernel's PI lock) is recorded for
+   WEFT_STATS like a normal mutex's, whatever its end. */
 static int lock_any(struct wmutex *w, int trying, clockid_t clock,
 		    const struct timespec *abstime, int users)
 {
 	struct host_robust_head *h = is_robust(w) ? host_robust_head() : NULL;
 	int self = host_self_tid();
+	long t0 = 0;
 	int r;
 
 	if (h)
 		pending_set(h, w);
 	if (is_pi(w))
-		r = pi_lock(w, self, trying, clock, abstime);
+		r = pi_lock(w, self, trying, clock, abstime, &t0);
 	else
-		r = robust_lock(w, self, trying, clock, abstime);
+		r = robust_lock(w, self, trying, clock, abstime, &t0);
+	if (t0)
+		lockstat_record(w, LS_MUTEX, t0);
 	if (r < 0) {
 		if (h)
 			pending_clear(h);

@@ -66,7 +66,8 @@
    clears it and wakes its kind with a new generation, so they raise it
    again: the word is exact except for that moment.  A program without
    real-time threads never sets `rt`; it pays one load per read lock and
-   one sched_getscheduler per sleep. */
+   one memory read per sleep (core/rt_hint.h: a policy set behind weft's
+   back is not seen, docs/sync.md). */
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -76,8 +77,8 @@
 #include "../core/stats.h"
 #include "../host/glibc.h"
 #include "../kernel/futex.h"
+#include "../core/rt_hint.h"
 #include "../core/spin_policy.h"
-#include "../kernel/sched.h"
 #include "rwlock.h"
 
 #define RW_WRLOCKED 1u
@@ -180,20 +181,13 @@ static inline int rt_top(struct weft_rwlock *l, int shift)
 	return rt_half(LD(&l->rt), shift);
 }
 
-/* The calling thread's priority under SCHED_FIFO/SCHED_RR, else 0. */
+/* The calling thread's real-time priority (1..99; 100 under
+   SCHED_DEADLINE, above them all as in the kernel's futex queues), else
+   0: core/rt_hint.h, from memory in a program without real-time threads
+   and from a per-thread cache otherwise. */
 static int self_rt_prio(void)
 {
-	long pol = sys_sched_getscheduler(0);
-	struct sched_param sp;
-
-	if (pol < 0)
-		return 0;
-	pol &= ~(long)SCHED_RESET_ON_FORK;
-	if (pol != SCHED_FIFO && pol != SCHED_RR)
-		return 0;
-	if (sys_sched_getparam(0, &sp) < 0)
-		return 0;
-	return sp.sched_priority;
+	return rt_hint_self_priority();
 }
 
 static inline int my_prio(int *me)
