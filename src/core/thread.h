@@ -79,6 +79,7 @@ struct weft_thread {
 	char *map_base;
 	size_t map_size;
 	size_t guard_size;
+	int guard_mapped;    /* the guard is a PROT_NONE mapping (stack.c) */
 	size_t resident;     /* bound on its resident bytes (stack cache) */
 	char *stack_lo;	     /* lowest usable stack byte */
 	size_t stack_size;   /* usable stack below the descriptor */
