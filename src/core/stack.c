@@ -187,7 +187,11 @@ static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
 	t->resident = map_size ? map_size - guard + PAGE : 0;
 }
 
-/* The DTV and dynamic TLS of the block's last thread, once it is gone. */
+/* The DTV and dynamic TLS of the block's last thread, once it is gone.
+   Until then a cached block keeps them, and tls_anchor (in the block,
+   written by stack_release) points at the start of the DTV: valgrind's
+   memcheck scans the block at exit, and a DTV it reached only through
+   the TCB's pointer into it would be reported "possibly lost". */
 static void release_tls(struct weft_thread *t)
 {
 	if (!t->tls_released) {
@@ -573,6 +577,8 @@ void stack_release(struct weft_thread *t)
 			pool_put(t->malloc_state);
 		return;
 	}
+	if (!t->tls_released)
+		t->tls_anchor = host_tls_dtv_block(t->tcb);
 	weft_lock(&cache_lock);
 	cache_push(t);
 	victims = cache_trim();

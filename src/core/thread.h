@@ -91,6 +91,10 @@ struct weft_thread {
 	uintptr_t malloc_state[WEFT_MALLOC_WORDS];
 	int has_malloc_state;
 	int tls_released;    /* DTV given back (stack.c, finish.c) */
+	/* While the block is cached with its DTV: the start of the DTV's
+	   allocation, so that a leak checker finds it (the TCB holds only
+	   a pointer into it; stack.c). */
+	void *tls_anchor;
 
 	struct weft_thread *cache_next, *cache_prev; /* stack cache list */
 	unsigned cache_gen;  /* the fork generation it was cached in */
