@@ -25,6 +25,21 @@ static inline double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Number of the process's mappings (lines of /proc/self/maps), or -1. */
+static inline long bench_maps_count(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
 /* Parse a non-negative integer argument; accepts suffixes k/K (x1000)
  * and m/M (x1000000) so "-n 100k" works.  Exits on garbage. */
 static inline long bench_arg_long(const char *opt, const char *s)

@@ -67,20 +67,6 @@ static long kib(const char *file, const char *key)
 	return v;
 }
 
-static long maps(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	long n = 0;
-	int c;
-
-	if (!f)
-		return -1;
-	while ((c = getc(f)) != EOF)
-		n += c == '\n';
-	fclose(f);
-	return n;
-}
-
 enum { RSS, PTE, VSZ, MAPS, KSTACK, PGTBL, SUNREC, SLAB, NSNAP };
 static const char *const names[NSNAP] = {
 	"rss_kib", "pte_kib", "vsz_kib", "maps", "kstack_kib",
@@ -91,7 +77,7 @@ static void snap(long *v)
 	v[RSS] = kib("/proc/self/status", "VmRSS");
 	v[PTE] = kib("/proc/self/status", "VmPTE");
 	v[VSZ] = kib("/proc/self/status", "VmSize");
-	v[MAPS] = maps();
+	v[MAPS] = bench_maps_count();
 	v[KSTACK] = kib("/proc/meminfo", "KernelStack");
 	v[PGTBL] = kib("/proc/meminfo", "PageTables");
 	v[SUNREC] = kib("/proc/meminfo", "SUnreclaim");

@@ -20,6 +20,7 @@
 #include <weft.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/mman.h>
 
 /* Weak so that the plain build links without libweft; LD_PRELOAD then
    supplies them at run time. */
@@ -372,6 +373,22 @@ static inline long proc_status_kib(const char *key)
 static inline long rss_kib(void)
 {
 	return proc_status_kib("VmRSS");
+}
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
+#endif
+/* Whether the kernel can make guard pages by advice (weft then makes
+   some or all of its guards that way: docs/lifecycle.md). */
+static inline int guard_advice_supported(void)
+{
+	char *p = (char *)mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ok = p != MAP_FAILED && madvise(p, 4096, MADV_GUARD_INSTALL) == 0;
+
+	if (p != MAP_FAILED)
+		munmap(p, 8192);
+	return ok;
 }
 
 /* Number of mappings (lines of /proc/self/maps). */

@@ -105,9 +105,11 @@ WEFT_EXPORT void weft_print_info(int fd)
 		    "none, dontneed, free; default %s)\n",
 		tunables_trim_name(weft_tunables.stack_trim),
 		tunables_trim_name(WEFT_STACK_TRIM_DEFAULT));
-	dprintf(fd, "  WEFT_GUARD=%s (guard pages: advise = in the page tables where "
-		    "the kernel can, mprotect = a mapping of their own; default advise)\n",
-		weft_tunables.guard_mprotect ? "mprotect" : "advise");
+	dprintf(fd, "  WEFT_GUARD=%s (guard pages: mprotect = a mapping of their "
+		    "own, advise = in the page tables where the kernel can, auto = "
+		    "mappings for the first %lu blocks, then advise; default %s)\n",
+		tunables_guard_name(weft_tunables.guard), WEFT_GUARD_AUTO_MAPPINGS,
+		tunables_guard_name(WEFT_GUARD_DEFAULT));
 	dprintf(fd, "  WEFT_REPORT=%s (file for counters at exit)\n",
 		weft_tunables.report_path ? weft_tunables.report_path : "");
 	dprintf(fd, "  WEFT_STATS=%d (counters and lock contention to stderr at exit; "

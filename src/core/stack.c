@@ -168,6 +168,7 @@ static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
 	int has = t->has_malloc_state;
 	char *map_base = t->map_base;
 	size_t map_size = t->map_size;
+	int guard_mapped = t->guard_mapped;
 
 	memcpy(ms, t->malloc_state, sizeof ms);
 	memset(t, 0, sizeof *t);
@@ -175,6 +176,7 @@ static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
 	t->has_malloc_state = has;
 	t->map_base = map_base;
 	t->map_size = map_size;
+	t->guard_mapped = guard_mapped;
 	t->tcb = tcb;
 	t->tidp = host_tid_word(tcb);
 	t->guard_size = guard;
@@ -185,7 +187,11 @@ static void init_descriptor(struct weft_thread *t, char *tcb, char *lo,
 	t->resident = map_size ? map_size - guard + PAGE : 0;
 }
 
-/* The DTV and dynamic TLS of the block's last thread, once it is gone. */
+/* The DTV and dynamic TLS of the block's last thread, once it is gone.
+   Until then a cached block keeps them, and tls_anchor (in the block,
+   written by stack_release) points at the start of the DTV: valgrind's
+   memcheck scans the block at exit, and a DTV it reached only through
+   the TCB's pointer into it would be reported "possibly lost". */
 static void release_tls(struct weft_thread *t)
 {
 	if (!t->tls_released) {
@@ -318,31 +324,80 @@ trimmed:
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
 #endif
 
-/* Guard pages.  Linux 6.13+ can mark pages as guards in the page tables
-   (MADV_GUARD_INSTALL): no PROT_NONE mapping of their own, so a thread
-   costs one entry of the process's mapping table (vm.max_map_count,
-   65530 by default) instead of two, and neighbouring blocks may even
-   merge.  Older kernels refuse the advice; then mprotect as usual.
+/* Guard pages come in two kinds (docs/lifecycle.md, "Guards that
+   debuggers can read"):
+
+   - a PROT_NONE mapping of their own (mprotect), as glibc 2.36 makes
+     them: a block takes two entries of the process's mapping table
+     (vm.max_map_count, 65530 by default);
+   - marks in the page tables (MADV_GUARD_INSTALL, Linux 6.13+): no
+     entry of their own, and neighbouring blocks merge into one mapping.
+
+   gdb 13 and 16 (Debian 12 and 13) cannot write a core file (gcore)
+   through the marks: they copy a mapping from its low end in 1 MiB
+   pieces read through /proc/PID/mem, a piece holding a guard page
+   fails, and the rest of the mapping is left out, with the stacks, TCBs
+   and descriptors above it: gdb then lists neither the threads nor
+   their frames.  (gdb 18 reads around the marks.)
+
+   WEFT_GUARD=auto (the default) gives fresh blocks the mapping while
+   fewer than WEFT_GUARD_AUTO_MAPPINGS blocks have one, and the marks
+   beyond: a program with up to a thousand threads or so looks to a
+   debugger as under glibc 2.36, and one with tens of thousands stays
+   far from the mapping limit.  The count is read without a lock, so
+   creators racing past it may overshoot it by a few.
 
    The advice writes a page-table entry for every guard page: 2 KiB of
    page tables and about 5 us per MiB of guard (2 GiB and seconds for a
    1 TiB guard), where a PROT_NONE mapping costs the same at any size.
    Up to GUARD_ADVICE_MAX the advice is as fast as mprotect and its page
-   tables stay under half a KiB; larger guards get the mapping
-   (measurements in docs/lifecycle.md, "Large guards"). */
+   tables stay under half a KiB; larger guards always get the mapping
+   (measurements in docs/lifecycle.md, "Large guards").  Older kernels
+   refuse the advice; then every guard is a mapping. */
 #define GUARD_ADVICE_MAX (256UL << 10)
 
-static int guard_by_advice = 1;
+static int guard_by_advice = 1;	    /* 0 once the kernel refused it */
+static unsigned long guards_mapped; /* blocks whose guard is a mapping */
 
+static int guard_wants_advice(size_t guard)
+{
+	if (guard > GUARD_ADVICE_MAX ||
+	    !__atomic_load_n(&guard_by_advice, __ATOMIC_RELAXED))
+		return 0;
+	switch (weft_tunables.guard) {
+	case WEFT_GUARD_ADVISE:
+		return 1;
+	case WEFT_GUARD_MPROTECT:
+		return 0;
+	default:
+		return __atomic_load_n(&guards_mapped, __ATOMIC_RELAXED) >=
+		       WEFT_GUARD_AUTO_MAPPINGS;
+	}
+}
+
+/* Makes the guard at `base`: returns 1 when it is a mapping of its own
+   (counted until the block is unmapped), 0 for marks, -1 on failure. */
 static int install_guard(char *base, size_t guard)
 {
-	if (guard <= GUARD_ADVICE_MAX && !weft_tunables.guard_mprotect &&
-	    __atomic_load_n(&guard_by_advice, __ATOMIC_RELAXED)) {
+	if (guard_wants_advice(guard)) {
 		if (sys_madvise(base, guard, MADV_GUARD_INSTALL) == 0)
 			return 0;
 		__atomic_store_n(&guard_by_advice, 0, __ATOMIC_RELAXED);
 	}
-	return sys_mprotect(base, guard, PROT_NONE) == 0 ? 0 : -1;
+	if (sys_mprotect(base, guard, PROT_NONE) != 0)
+		return -1;
+	__atomic_add_fetch(&guards_mapped, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void unmap_block(struct weft_thread *t)
+{
+	int counted = t->guard_mapped;
+
+	sys_munmap(t->map_base, t->map_size);
+	if (counted)
+		__atomic_sub_fetch(&guards_mapped, 1, __ATOMIC_RELAXED);
+	WEFT_COUNT(stacks_unmapped);
 }
 
 /* Transparent huge pages must not turn a thread's few pages of stack
@@ -372,20 +427,23 @@ static int need_nohuge_advice(void)
 	return n;
 }
 
-/* A fresh block with its guard; returns its base or NULL. */
-static char *map_new(size_t map_size, size_t guard)
+/* A fresh block with its guard; returns its base or NULL, and in
+   *guard_mapped whether the guard is a mapping of its own. */
+static char *map_new(size_t map_size, size_t guard, int *guard_mapped)
 {
 	char *base = sys_mmap(NULL, map_size, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK |
 				      MAP_NORESERVE,
 			      -1, 0);
+	int kind = 0;
 
 	if (sys_mmap_failed(base))
 		return NULL;
-	if (guard && install_guard(base, guard) != 0) {
+	if (guard && (kind = install_guard(base, guard)) < 0) {
 		sys_munmap(base, map_size);
 		return NULL;
 	}
+	*guard_mapped = kind;
 	if (need_nohuge_advice())
 		sys_madvise(base, map_size, MADV_NOHUGEPAGE);
 	WEFT_COUNT(stacks_mapped);
@@ -426,6 +484,7 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 	struct weft_thread *t;
 	char *lo, *tcb = NULL;
 	size_t guard, size;
+	int guard_mapped;
 
 	if (req->user_top) {
 		/* The user's memory: same layout, no guard, never ours.  Its
@@ -448,6 +507,7 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 		t->has_malloc_state = 0;
 		t->map_base = NULL;
 		t->map_size = 0;
+		t->guard_mapped = 0;
 	} else {
 		if ((*err = block_size(req, &size, &guard)) != 0)
 			return NULL;
@@ -457,7 +517,7 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 			lo = t->map_base;
 			lay_out(lo, size, guard, &tcb);
 		} else {
-			if (!(lo = map_new(size, guard))) {
+			if (!(lo = map_new(size, guard, &guard_mapped))) {
 				*err = EAGAIN;
 				return NULL;
 			}
@@ -465,6 +525,7 @@ struct weft_thread *stack_acquire(const struct weft_stack_request *req,
 			t = lay_out(lo, size, guard, &tcb);
 			t->map_base = lo;
 			t->map_size = size;
+			t->guard_mapped = guard_mapped;
 		}
 	}
 	init_descriptor(t, tcb, lo, guard);
@@ -516,6 +577,8 @@ void stack_release(struct weft_thread *t)
 			pool_put(t->malloc_state);
 		return;
 	}
+	if (!t->tls_released)
+		t->tls_anchor = host_tls_dtv_block(t->tcb);
 	weft_lock(&cache_lock);
 	cache_push(t);
 	victims = cache_trim();
@@ -527,8 +590,7 @@ void stack_release(struct weft_thread *t)
 		release_tls(v);
 		if (v->has_malloc_state)
 			pool_put(v->malloc_state);
-		sys_munmap(v->map_base, v->map_size);
-		WEFT_COUNT(stacks_unmapped);
+		unmap_block(v);
 	}
 }
 

@@ -79,6 +79,7 @@ struct weft_thread {
 	char *map_base;
 	size_t map_size;
 	size_t guard_size;
+	int guard_mapped;    /* the guard is a PROT_NONE mapping (stack.c) */
 	size_t resident;     /* bound on its resident bytes (stack cache) */
 	char *stack_lo;	     /* lowest usable stack byte */
 	size_t stack_size;   /* usable stack below the descriptor */
@@ -90,6 +91,10 @@ struct weft_thread {
 	uintptr_t malloc_state[WEFT_MALLOC_WORDS];
 	int has_malloc_state;
 	int tls_released;    /* DTV given back (stack.c, finish.c) */
+	/* While the block is cached with its DTV: the start of the DTV's
+	   allocation, so that a leak checker finds it (the TCB holds only
+	   a pointer into it; stack.c). */
+	void *tls_anchor;
 
 	struct weft_thread *cache_next, *cache_prev; /* stack cache list */
 	unsigned cache_gen;  /* the fork generation it was cached in */

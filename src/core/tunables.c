@@ -7,6 +7,7 @@ struct weft_tunables weft_tunables = {
 	.stack_cache_bytes = WEFT_STACK_CACHE_DEFAULT,
 	.stack_cache_count = WEFT_STACK_CACHE_COUNT_DEFAULT,
 	.stack_trim = WEFT_STACK_TRIM_DEFAULT,
+	.guard = WEFT_GUARD_DEFAULT,
 	.stats_top = WEFT_STATS_TOP_DEFAULT,
 };
 
@@ -15,6 +16,13 @@ static const char *const trim_names[] = {"none", "dontneed", "free"};
 const char *tunables_trim_name(int trim)
 {
 	return trim >= 0 && trim < 3 ? trim_names[trim] : "?";
+}
+
+static const char *const guard_names[] = {"auto", "advise", "mprotect"};
+
+const char *tunables_guard_name(int guard)
+{
+	return guard >= 0 && guard < 3 ? guard_names[guard] : "?";
 }
 
 /* Digits by hand, not strtoll: weft may start inside AddressSanitizer's
@@ -62,10 +70,9 @@ static void parse_trim(const char *s)
 
 static void parse_guard(const char *s)
 {
-	if (s && strcmp(s, "mprotect") == 0)
-		weft_tunables.guard_mprotect = 1;
-	else if (s && strcmp(s, "advise") == 0)
-		weft_tunables.guard_mprotect = 0;
+	for (int i = 0; s && i < 3; i++)
+		if (strcmp(s, guard_names[i]) == 0)
+			weft_tunables.guard = i;
 }
 
 /* Off when unset, empty or "0"; any other value turns it on, so that

@@ -13,6 +13,14 @@ enum weft_stack_trim {
 	WEFT_TRIM_FREE = 2,	/* madvise(MADV_FREE): freed under pressure */
 };
 
+/* How guard pages are made (stack.c, docs/lifecycle.md "Guards that
+   debuggers can read"). */
+enum weft_guard_mode {
+	WEFT_GUARD_AUTO = 0,	 /* mappings for the first blocks, then advice */
+	WEFT_GUARD_ADVISE = 1,	 /* MADV_GUARD_INSTALL where the kernel has it */
+	WEFT_GUARD_MPROTECT = 2, /* always a PROT_NONE mapping, as glibc 2.36 */
+};
+
 struct weft_tunables {
 	/* WEFT_STACK_CACHE: resident bytes of dead threads' blocks kept
 	   for reuse (what their pages really cost, not their size).
@@ -23,10 +31,8 @@ struct weft_tunables {
 	size_t stack_cache_count;
 	/* WEFT_STACK_TRIM: none, dontneed or free. */
 	int stack_trim;
-	/* WEFT_GUARD: 0 "advise" (MADV_GUARD_INSTALL where the kernel has
-	   it, no mapping per thread), 1 "mprotect" (a PROT_NONE mapping, as
-	   glibc's: gdb's gcore can then read the stacks). */
-	int guard_mprotect;
+	/* WEFT_GUARD: auto, advise or mprotect (enum weft_guard_mode). */
+	int guard;
 	/* WEFT_REPORT: file to which counters are appended at exit. */
 	const char *report_path;
 	/* WEFT_STATS: nonzero prints counters and lock contention to
@@ -40,6 +46,10 @@ struct weft_tunables {
 #define WEFT_STACK_CACHE_DEFAULT (40UL << 20)
 #define WEFT_STACK_CACHE_COUNT_DEFAULT 1024UL
 #define WEFT_STACK_TRIM_DEFAULT WEFT_TRIM_DONTNEED
+#define WEFT_GUARD_DEFAULT WEFT_GUARD_AUTO
+/* WEFT_GUARD=auto: blocks with a guard mapping of their own, at most
+   (about) this many at once; later blocks get the advice. */
+#define WEFT_GUARD_AUTO_MAPPINGS 1024UL
 #define WEFT_STATS_TOP_DEFAULT 10UL
 
 extern struct weft_tunables weft_tunables;
@@ -48,5 +58,7 @@ void tunables_init(void);
 long long tunables_parse_size(const char *s);
 /* The name of a WEFT_STACK_TRIM value ("none", "dontneed", "free"). */
 const char *tunables_trim_name(int trim);
+/* The name of a WEFT_GUARD value ("auto", "advise", "mprotect"). */
+const char *tunables_guard_name(int guard);
 
 #endif

@@ -32,6 +32,7 @@ struct host_real host_real;
 /* Fixed by the x86-64 ABI (tcbhead_t), stable across glibc releases. */
 enum {
 	TCB_OFF_TCB = 0,
+	TCB_OFF_DTV = 8,
 	TCB_OFF_SELF = 16,
 	TCB_OFF_MULTIPLE_THREADS = 24,
 	TCB_OFF_STACK_GUARD = 40,
@@ -939,6 +940,16 @@ void host_libc_freeres(char *tcb)
 void host_tls_release(char *tcb)
 {
 	G.dl_deallocate_tls(tcb, 0);
+}
+
+/* ld.so allocates a DTV with its length in entry 0 and stores a pointer
+   to entry 1 in the TCB (INSTALL_DTV, also after _dl_resize_dtv); an
+   entry (dtv_t) is two words. */
+void *host_tls_dtv_block(char *tcb)
+{
+	char *dtv = FIELD(tcb, TCB_OFF_DTV, char *);
+
+	return dtv ? dtv - 2 * sizeof(void *) : NULL;
 }
 
 /* S4, the unreachable part: the malloc thread cache and arena binding.

@@ -121,6 +121,9 @@ void host_libc_freeres(char *tcb);
    Returns 1 if state was taken.  No libc call may follow. */
 void host_tls_release(char *tcb);
 int host_malloc_state_take(char *tcb, uintptr_t *words);
+/* The start of the DTV's allocation (the TCB points one entry into it),
+   for a cached block to keep where a leak checker sees it. */
+void *host_tls_dtv_block(char *tcb);
 
 /* Membership of glibc's thread list (see glibc.c): add before clone,
    unlist at the end of the thread, del when clone failed. */
