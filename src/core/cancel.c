@@ -20,8 +20,7 @@
 #include <ucontext.h>
 
 #include "../kernel/syscall.h"
-#include "../arch/x86_64/syscall_cp_window.h"
-#include "cancel.h"
+#include "cancel_inline.h"
 
 __thread int weft_in_cp __attribute__((tls_model("initial-exec")));
 
@@ -41,7 +40,7 @@ __attribute__((noreturn)) void cancel_act(void)
 /* Called from a cancellable system call's cancel label
    (syscall_cp_window.h), inside the function that expanded it, so the
    unwinder walks on with that function's unwind data. */
-__attribute__((noreturn, used)) void weft_cp_act(void)
+__attribute__((noreturn)) void weft_cp_act(void)
 {
 	cancel_act();
 }
@@ -148,7 +147,7 @@ int cancel_set_type(int type, int *oldtype)
      disabled/exiting            anywhere                      none
      enabled                     in a window [begin, end)      resume at its
                                   (before or at the syscall)   cancel label
-     enabled                     elsewhere in weft_syscall_cp  none: its own
+     enabled                     elsewhere in cancel_syscall   none: its own
                                   (weft_in_cp)                 checks decide
      enabled, ASYNC bit          elsewhere (user async type,   unwind from
                                   or libc's own point)         here

@@ -13,6 +13,13 @@ __thread struct weft_thread *weft_tls_self
 
 static struct weft_thread main_thread;
 
+void self_tls_set(char *tcb, struct weft_thread *t)
+{
+	ptrdiff_t off = (char *)&weft_tls_self - (char *)arch_thread_pointer();
+
+	*(struct weft_thread **)(tcb + off) = t;
+}
+
 /* Descriptors of adopted threads come from the kernel, not from malloc: a
    thread weft did not create can make its first weft call from inside
    its allocator (jemalloc's background threads, made with the

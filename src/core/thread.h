@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../kernel/syscall.h"
+#include "../host/glibc.h"
 #include "lock.h"
 
 enum weft_origin {
@@ -45,9 +46,9 @@ enum weft_join_state {
 	WEFT_JOINING_EXITED = 4, /* claimed, and it has finished running */
 };
 
-/* Maximum number of libc malloc words handed from a dead thread to a new
-   one (glibc 2.36 has two: tcache and thread_arena). */
-#define WEFT_MALLOC_WORDS 4
+
+/* libc malloc words handed from a dead thread to a new one (host/). */
+#define WEFT_MALLOC_WORDS HOST_MALLOC_WORDS
 
 /* Thread-specific data values kept inline in the descriptor (tsd.c). */
 #define WEFT_TSD_INLINE 32
@@ -110,6 +111,10 @@ extern __thread struct weft_thread *weft_tls_self
 /* Returns the calling thread's descriptor, adopting the thread first if
    weft has not seen it yet (main thread, glibc's helper threads). */
 struct weft_thread *weft_self(void);
+/* Sets weft_tls_self in the static TLS of the thread whose TCB (thread
+   pointer) is `tcb`: initial-exec TLS lies at the same distance from
+   every thread's pointer. */
+void self_tls_set(char *tcb, struct weft_thread *t);
 
 /* --- registry.c: pthread_t handles ------------------------------------ */
 int registry_add(struct weft_thread *t);

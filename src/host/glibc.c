@@ -25,7 +25,6 @@
 #include "../kernel/rseq.h"
 #include "../kernel/futex.h"
 #include "../kernel/syscall.h"
-#include "../core/cancel.h"
 
 struct host_real host_real;
 
@@ -51,10 +50,9 @@ static struct {
 	size_t cleanup_jmp_buf, cleanup;     /* probed cleanup chains */
 	ptrdiff_t resp_tls;	 /* __resp TLS variable, from TP */
 	ptrdiff_t ctype_tls[3];	 /* libc's ctype table pointers, from TP */
-	ptrdiff_t weft_self_tls; /* weft_tls_self, from TP */
 	size_t tls_size, tls_align;
 	/* libc malloc's per-thread words (tcache, thread_arena), from TP */
-	ptrdiff_t malloc_word[WEFT_MALLOC_WORDS];
+	ptrdiff_t malloc_word[HOST_MALLOC_WORDS];
 	int malloc_words;
 } L;
 
@@ -222,7 +220,6 @@ static int resolve_private(void *libc)
 	L.ctype_tls[0] = (char *)__ctype_b_loc() - tp();
 	L.ctype_tls[1] = (char *)__ctype_toupper_loc() - tp();
 	L.ctype_tls[2] = (char *)__ctype_tolower_loc() - tp();
-	L.weft_self_tls = (char *)&weft_tls_self - tp();
 	G.dl_get_tls_static_info(&L.tls_size, &L.tls_align);
 	if (L.tls_align < 64)
 		L.tls_align = 64;
@@ -464,7 +461,7 @@ static void probe_malloc_words(void)
 	for (size_t i = 0; i < n; i++) {
 		if (before[i] != 0 || blk[i] == 0)
 			continue;
-		if (L.malloc_words == WEFT_MALLOC_WORDS) {
+		if (L.malloc_words == HOST_MALLOC_WORDS) {
 			L.malloc_words = 0; /* not what we expect: give up */
 			return;
 		}
@@ -753,10 +750,6 @@ volatile int *host_tid_word(char *tcb)
 	return &FIELD(tcb, L.tid, int);
 }
 
-void host_set_tls_self(char *tcb, void *desc)
-{
-	FIELD(tcb, L.weft_self_tls, void *) = desc;
-}
 
 /* ------------------------------------------------------- thread start */
 
@@ -847,34 +840,6 @@ void host_thread_begin(char *tcb)
 	    __atomic_exchange_n(&FIELD(tcb, L.setxid_futex, int), 0,
 				__ATOMIC_ACQ_REL) == -2)
 		futex_wake(&FIELD(tcb, L.setxid_futex, int), 1, WEFT_FUTEX_PRIVATE);
-}
-
-/* The bottom unwind buffer (glibc's cleanup ABI): pthread_exit and
-   cancellation unwind the stack until the innermost registered buffer
-   and jump into it; this one catches the end of the thread.  It is
-   filled by glibc's __sigsetjmp (typed here for the 72-byte buffer, as
-   glibc's own pthread.h declares it for pthread_cleanup_push) because
-   weft's unwinder, like glibc's, resumes it with glibc's longjmp. */
-extern int sigsetjmp_cancel(void *buf, int savemask) __asm__("__sigsetjmp")
-	__attribute__((returns_twice, nothrow));
-
-__attribute__((noinline)) void *host_run_thread(void *(*fn)(void *), void *arg)
-{
-	__pthread_unwind_buf_t ub;
-	void *ret;
-
-	if (sigsetjmp_cancel(ub.__cancel_jmp_buf, 0))
-		return *host_result(tp());
-	cancel_register(&ub);
-	ret = fn(arg);
-	cancel_unregister(&ub);
-	/* With no buffer left to unwind to, a cancellation must not act in
-	   the thread's exit steps (key destructors may call cancellation
-	   points).  DISABLED rather than EXITING, which would take the
-	   thread out of set*id broadcasts too early (host_thread_unlist). */
-	__atomic_fetch_or(host_cancel_word(tp()), HOST_CANCEL_DISABLED,
-			  __ATOMIC_ACQ_REL);
-	return ret;
 }
 
 static void free_tcb_buffer(char *tcb, size_t off)

@@ -15,8 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
-#include "../core/thread.h"
+#include "../kernel/syscall.h"
 #include "tid.h"
+
+/* How many words of libc's malloc state (tcache, arena) a thread's TLS
+   holds at most (glibc 2.36 ... 2.43: two). */
+#define HOST_MALLOC_WORDS 4
 
 /* glibc's own implementations, for forwarding (fallback mode, threads
    weft did not create) and for the engine weft delegates to. */
@@ -107,10 +111,6 @@ struct host_robust_head *host_robust_head(void);
 
 /* In the new thread, before any user code. */
 void host_thread_begin(char *tcb);
-/* Runs fn(arg) above a bottom unwind buffer, so that pthread_exit and
-   cancellation (weft's unwinder or glibc's) unwind back here.  Returns fn's value,
-   or the thread's exit value when it was unwound. */
-void *host_run_thread(void *(*fn)(void *), void *arg);
 /* At the end of the thread, in glibc's order: C++ thread_local
    destructors first, then (after thread-specific data) the libc
    per-thread state glibc would free, as far as it is reachable. */
@@ -138,8 +138,6 @@ extern unsigned int *host_nthreads_word;
    (glibc's fork put the thread there, P2). */
 void host_fork_child(char *tcb);
 
-/* Offset of libweft's own TLS variable `weft_tls_self` from TP. */
-void host_set_tls_self(char *tcb, void *desc);
 
 /* --- Cancellation state, shared with glibc (docs/cancel.md) -----------
    weft's cancellation engine keeps its state where glibc keeps its own,
