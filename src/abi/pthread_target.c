@@ -20,12 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/rt_hint.h"
-#include "../core/spin_policy.h"
-#include "../host/attr_layout.h"
-#include "../host/sched_cache.h"
-#include "../kernel/sched.h"
-#include "../sync/mutex_pp.h"
+#include "core/rt_hint.h"
+#include "core/spin_policy.h"
+#include "host/attr_layout.h"
+#include "host/sched_cache.h"
+#include "kernel/sched.h"
+#include "sync/mutex_pp.h"
 #include "export.h"
 
 enum route { NATIVE, GLIBC, FAILED };

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "../core/cancel.h"
+#include "core/cancel.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,

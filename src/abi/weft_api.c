@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/tunables.h"
+#include "core/tunables.h"
 #include "export.h"
 #include <weft.h>
 

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 #include "cancel_inline.h"
 
 __thread int weft_in_cp __attribute__((tls_model("initial-exec")));

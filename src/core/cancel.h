@@ -14,8 +14,8 @@
 
 #include <pthread.h>
 #include <time.h>
-#include "../host/glibc.h"
-#include "../kernel/futex.h"
+#include "host/glibc.h"
+#include "kernel/futex.h"
 
 /* The signal glibc reserves for cancellation (SIGCANCEL). */
 #define WEFT_SIGCANCEL 32

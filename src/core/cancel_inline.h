@@ -10,7 +10,7 @@
 
 #include <errno.h>
 
-#include "../arch/x86_64/syscall_cp_window.h"
+#include "arch/syscall_cp_window.h"
 #include "cancel.h"
 
 /* cancel_cp.c: after -EINTR, acts on a due cancellation (not for close). */

@@ -7,10 +7,10 @@
 #include <time.h>
 
 #include "rt_hint.h"
-#include "../host/attr_layout.h"
-#include "../host/glibc.h"
+#include "host/attr_layout.h"
+#include "host/glibc.h"
 #include "cancel.h"
-#include "../kernel/clone.h"
+#include "kernel/clone.h"
 #include "lock.h"
 #include "thread.h"
 

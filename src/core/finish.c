@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <signal.h>
 
-#include "../host/glibc.h"
+#include "host/glibc.h"
 #include "cancel.h"
 #include "thread.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../host/glibc.h"
-#include "../kernel/futex.h"
+#include "host/glibc.h"
+#include "kernel/futex.h"
 #include "cancel.h"
 #include "stats.h"
 #include "thread.h"

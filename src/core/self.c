@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "../host/glibc.h"
-#include "../kernel/syscall.h"
+#include "host/glibc.h"
+#include "kernel/syscall.h"
 #include "thread.h"
 
 __thread struct weft_thread *weft_tls_self

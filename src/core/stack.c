@@ -18,7 +18,7 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
-#include "../host/glibc.h"
+#include "host/glibc.h"
 #include "lock.h"
 #include "thread.h"
 #include "tunables.h"

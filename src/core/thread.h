@@ -22,8 +22,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../kernel/syscall.h"
-#include "../host/glibc.h"
+#include "kernel/syscall.h"
+#include "host/glibc.h"
 #include "lock.h"
 
 enum weft_origin {

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <unwind.h>
 
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 #include "cancel.h"
 #include "thread.h"
 

@@ -22,9 +22,9 @@
 
 #include "glibc.h"
 #include "attr_layout.h"
-#include "../kernel/rseq.h"
-#include "../kernel/futex.h"
-#include "../kernel/syscall.h"
+#include "kernel/rseq.h"
+#include "kernel/futex.h"
+#include "kernel/syscall.h"
 
 struct host_real host_real;
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 #include "tid.h"
 
 /* How many words of libc's malloc state (tcache, arena) a thread's TLS

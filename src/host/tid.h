@@ -8,7 +8,7 @@
 #define WEFT_HOST_TID_H
 
 #include <stddef.h>
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 
 /* Offset of the tid field in glibc's struct pthread; set by host_init,
    0 until then. */

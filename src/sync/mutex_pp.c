@@ -16,11 +16,11 @@
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
-#include "../core/rt_hint.h"
+#include "core/rt_hint.h"
 #include "mutex_kinds.h"
 #include "mutex_pp.h"
-#include "../core/lock.h"
-#include "../kernel/sched.h"
+#include "core/lock.h"
+#include "kernel/sched.h"
 
 #define PP_SHIFT 19
 #define PP_MASK 0xfff80000u

@@ -18,8 +18,8 @@
 
 #include <errno.h>
 
-#include "../../core/cancel_inline.h"
-#include "../export.h"
+#include "core/cancel_inline.h"
+#include "abi/export.h"
 
 static inline int cp_serving(void)
 {
