@@ -84,7 +84,7 @@ WEFT_EXPORT void weft_print_info(int fd)
 
 	dprintf(fd, "weft %s\n", WEFT_VERSION_STR);
 	dprintf(fd, "glibc: %s\n", host_glibc_version());
-	dprintf(fd, "host: %s\n", host_status());
+	dprintf(fd, "host: %s\n", weft_host_status());
 	dprintf(fd, "mode: %s\n",
 		active ? "serving" : "forwarding to glibc");
 	if (active)

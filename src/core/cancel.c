@@ -169,7 +169,7 @@ static int completed_libc_syscall(const ucontext_t *uc, uintptr_t ip)
 {
 	const unsigned char *p = (const unsigned char *)ip;
 
-	if (ip < host_libc_text_lo + 2 || ip >= host_libc_text_hi)
+	if (ip < host_layout.libc_text_lo + 2 || ip >= host_layout.libc_text_hi)
 		return 0;
 	return p[-2] == 0x0f && p[-1] == 0x05 &&
 	       uc->uc_mcontext.gregs[REG_RAX] != -EINTR;

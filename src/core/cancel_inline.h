@@ -31,13 +31,14 @@ cancel_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 	   window reads the word: the canceller either sees the flag or
 	   this thread sees the request.  Cheaper than glibc's two atomic
 	   updates of the word. */
-	int marked = __atomic_load_n(host_nthreads_word, __ATOMIC_RELAXED) > 1;
+	int marked = __atomic_load_n(host_layout.nthreads, __ATOMIC_RELAXED) > 1;
 	int outer = 0;
 	long r;
 
 	if (__builtin_expect(marked, 1))
 		outer = __atomic_exchange_n(&weft_in_cp, 1, __ATOMIC_SEQ_CST);
-	r = arch_syscall_cp_window(nr, a1, a2, a3, a4, a5, a6, host_cancel_off,
+	r = arch_syscall_cp_window(nr, a1, a2, a3, a4, a5, a6,
+				   host_layout.cancelhandling,
 				   HOST_CANCEL_DISABLED | HOST_CANCELED |
 					   HOST_EXITING | HOST_TERMINATED,
 				   HOST_CANCELED, weft_cp_act);

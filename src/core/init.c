@@ -67,16 +67,54 @@ static void exit_handlers(void)
 		stats_init();
 }
 
+/* Serve or forward (docs/glibc-host.md, "Start-up"): weft serves only
+   when nothing stands in the way, and says why not otherwise.  In this
+   order: glibc's own functions must be there to forward to; libweft must
+   come before libc (else the program's calls go to glibc anyway); no tool
+   that watches the thread functions itself may be present; and glibc's
+   layout must be one weft knows, found without a second thread and then
+   checked by the probe thread.  Returns NULL to serve, else the reason. */
+static char why_not_buf[200];
+
+static const char *why_not_serve(void)
+{
+	const char *tool, *why;
+
+	if (!host_real_resolve())
+		return "glibc's pthread functions not found";
+	if (!host_loaded_before_libc())
+		return "libweft was loaded after libc (by dlopen?), so the "
+		       "program's thread calls go to glibc";
+	if ((tool = host_thread_tool())) {
+		snprintf(why_not_buf, sizeof why_not_buf,
+			 "%s watches the thread functions itself", tool);
+		return why_not_buf;
+	}
+	if ((why = host_layout_find()))
+		return why;
+	return host_layout_probe();
+}
+
+static const char *host_status = "not initialised";
+
+const char *weft_host_status(void)
+{
+	return host_status;
+}
+
 static void init_once(void)
 {
 	extern char **environ;
+	const char *why;
 
 	tunables_init();
-	weft_is_active = host_init();
+	why = why_not_serve();
+	weft_is_active = why == NULL;
+	host_status = why ? why : "ok";
 	if (!weft_is_active) {
 		/* One clear line; the program keeps running on glibc. */
 		dprintf(2, "weft: %s; forwarding all thread calls to glibc's "
-			   "own implementation\n", host_status());
+			   "own implementation\n", why);
 	} else {
 		weft_self(); /* adopt the main thread */
 		fork_init();

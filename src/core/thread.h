@@ -202,6 +202,8 @@ int weft_self_pid(void);
 extern int weft_is_active;
 void weft_init_slow(void);
 extern int weft_init_done; /* 0 not started, 1 starting, 2 done */
+/* "ok" when weft serves, else why it forwards (weft info's host line). */
+const char *weft_host_status(void);
 /* Nonzero while start-up runs (weft forwards to glibc meanwhile). */
 static inline int weft_starting(void)
 {

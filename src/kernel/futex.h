@@ -28,6 +28,26 @@ static inline long futex_wake(volatile int *addr, int n, int priv)
 	return sys_call3(SYS_futex, addr, FUTEX_WAKE | priv, n);
 }
 
+/* glibc's low-level lock (0 free, 1 taken, 2 taken with waiters), for
+   the words of glibc's that weft takes the way glibc's own code does
+   (host/threads.c: the loader's thread-list lock). */
+static inline void futex_lll_lock(volatile int *l)
+{
+	int c = 0;
+
+	if (__atomic_compare_exchange_n(l, &c, 1, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return;
+	while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
+		futex_wait(l, 2, WEFT_FUTEX_PRIVATE);
+}
+
+static inline void futex_lll_unlock(volatile int *l)
+{
+	if (__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2)
+		futex_wake(l, 1, WEFT_FUTEX_PRIVATE);
+}
+
 /* Sleep while *addr == expect, until the absolute deadline `abstime`
    (NULL: forever) on `clock` (CLOCK_MONOTONIC or CLOCK_REALTIME).
    Returns 0 when woken (possibly spuriously), -EAGAIN when the word had
