@@ -279,6 +279,8 @@ static int create_with(pthread_t *out, const struct glibc_attr *ga,
 		return EAGAIN;
 	}
 	self_tls_set(t->tcb, t);
+	if (t->join_state == WEFT_DETACHED)
+		host_tcb_set_detached(t->tcb);
 	*out = (pthread_t)t->handle;
 
 	/* On glibc's list before signals are blocked: a set*id call holding

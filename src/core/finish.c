@@ -115,6 +115,8 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	/* From here calls on this thread's handle answer ESRCH, and none
 	   still using its tid is left behind (target.c). */
 	thread_ops_close(t);
+	/* glibc's own calls on this TCB now see an ended thread. */
+	host_tcb_set_ended(t->tcb);
 	/* A user stack may be freed by its owner as soon as the thread is
 	   gone, so that thread gives its DTV back itself, with no handler
 	   able to run on the half-released TLS, and its malloc state must
