@@ -155,10 +155,15 @@ static void one(enum point point, int pending)
 		     "the call after %d s", point_name[point],
 		     pending ? "request pending before the call" : "blocked in the call",
 		     TIMEOUT_S);
-		/* Let it finish so the process can end. */
+		/* Let it finish so the process can end: a line to read, or
+		   the child let go (then reaped by the thread's wait3). */
 		if (point == FGETS && write(fds[1], "y\n", 2) < 0) {
 		}
-		if (point == WAIT3 && write(fds[1], "g", 1) < 0) {
+		if (point == WAIT3) {
+			if (write(fds[1], "g", 1) < 0) {
+			}
+			close(fds[1]);
+			fds[1] = -1;
 		}
 		pthread_join(th, &res);
 	} else {
@@ -180,12 +185,15 @@ static void one(enum point point, int pending)
 		close(fds[1]);
 	} else {
 		int st;
+
 		if (pending) /* not reaped by the cancelled call */
 			CHECK(waitpid(child, &st, WNOHANG) == 0,
 			      "wait3, pending: the child was reaped by the cancelled call");
-		if (write(fds[1], "g", 1) < 0) {
+		if (fds[1] >= 0) {
+			if (write(fds[1], "g", 1) < 0) {
+			}
+			close(fds[1]);
 		}
-		close(fds[1]);
 		waitpid(child, &st, 0);
 	}
 }
