@@ -131,6 +131,7 @@ static int find_libc(struct dl_phdr_info *info, size_t sz, void *data)
 			m->tls_image = (const char *)(info->dlpi_addr + ph->p_vaddr);
 			m->tls_image_size = ph->p_filesz;
 		}
+		L.libc_base = info->dlpi_addr;
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
 			L.libc_text_lo = info->dlpi_addr + ph->p_vaddr;
 			L.libc_text_hi = L.libc_text_lo + ph->p_memsz;
