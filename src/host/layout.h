@@ -68,8 +68,8 @@ struct host_layout {
 	unsigned int *nthreads; /* __nptl_nthreads */
 	size_t cleanup_jmp_buf, cleanup, result;
 	enum host_cancel_protocol cancel_protocol;
-	/* libc's load address and executable segment, and its cancellation window
-	   [cp_begin, cp_end) (HOST_CANCEL_WINDOW only). */
+	/* libc's load address, its executable segment, and its
+	   cancellation window [cp_begin, cp_end) (HOST_CANCEL_WINDOW). */
 	uintptr_t libc_base, libc_text_lo, libc_text_hi;
 	uintptr_t libc_cp_begin, libc_cp_end;
 
