@@ -2,7 +2,7 @@
    with glibc's own pthread_create on a stack weft maps, whose TCB shows
    what the release table's row claims.  Every fact a thread shows is
    checked; one that differs refuses the release (fail closed: weft then
-   forwards, with the field named in its one line).
+   forwards, naming the facts that differed in its one line).
 
    It also switches glibc into multi-threaded mode the only complete
    way (both copies of __libc_single_threaded, stdio locking, the
@@ -46,7 +46,7 @@ static struct {
 	char *stack;
 	size_t stack_size;
 	char *tcb;
-	const char *mismatch; /* the first fact that differed */
+	char mismatch[120]; /* the facts that differed, comma-separated */
 	/* glibc's cleanup-chain entry points (looked up before the probe) */
 	void (*reg)(void *);
 	void (*unreg)(void *);
@@ -54,10 +54,20 @@ static struct {
 	void (*pop)(void *, int);
 } P;
 
+/* Records a fact that differs from the row (once each; no stdio: it runs
+   in the probe thread). */
 static void differs(const char *fact)
 {
-	if (!P.mismatch)
-		P.mismatch = fact;
+	size_t n = strlen(P.mismatch), k = strlen(fact);
+
+	if (strstr(P.mismatch, fact))
+		return;
+	if (n && n + 2 < sizeof P.mismatch) {
+		memcpy(P.mismatch + n, ", ", 2);
+		n += 2;
+	}
+	if (n + k < sizeof P.mismatch)
+		memcpy(P.mismatch + n, fact, k + 1);
 }
 
 /* malloc's per-thread words: the words of libc's TLS block that a
@@ -149,15 +159,15 @@ static void *probe_main(void *arg)
 		differs("stackblock");
 	/* This thread runs on a user-supplied stack, and is joinable. */
 	if (marker_value(self) != L.user_stack.value)
-		differs("the user-stack marker (user_stack/stack_mode)");
+		differs("the user-stack marker");
 	if (L.join.kind == HOST_JOIN_STATE
 		    ? FIELD(self, L.join.off, unsigned int) != L.join.joinable
 		    : FIELD(self, L.join.off, void *) != NULL)
-		differs("the join state (joinid/joinstate)");
+		differs("the join state");
 	return PROBE_RESULT;
 }
 
-static char why_buf[160];
+static char why_buf[256];
 
 const char *host_layout_probe(void)
 {
@@ -194,7 +204,7 @@ const char *host_layout_probe(void)
 		return "the probe glibc thread failed (its result)";
 	if (FIELD(P.tcb, L.result, void *) != PROBE_RESULT)
 		differs("result");
-	if (P.mismatch) {
+	if (P.mismatch[0]) {
 		snprintf(why_buf, sizeof why_buf,
 			 "glibc's thread descriptor did not match the probe (%s, "
 			 "release %s)", P.mismatch, L.release);
