@@ -87,7 +87,7 @@ struct weft_thread {
 	int attr_flags;	     /* glibc attr flag bits the thread was made with */
 
 	/* libc's per-thread malloc state left by the previous user of this
-	   mapping, or by this thread at exit; see host/glibc.c. */
+	   mapping, or by this thread at exit; see host/libc_state.c. */
 	uintptr_t malloc_state[WEFT_MALLOC_WORDS];
 	int has_malloc_state;
 	int tls_released;    /* DTV given back (stack.c, finish.c) */
