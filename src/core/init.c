@@ -21,12 +21,13 @@ struct weft_counters weft_counters;
    malloc a stdio buffer, and a large malloc consolidates the arena's
    free chunks, which in a fork child means a copy-on-write fault on every
    page holding one (40 ms per exiting child in PTS
-   pthread_cond_broadcast/1-2). */
+   pthread_cond_broadcast/1-2).  Raw system calls: libc's open, write and
+   close are weft's own cancellation points (src/abi), a layer above. */
 static void write_report(void)
 {
 	char buf[512];
-	int n, fd = open(weft_tunables.report_path,
-			 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int n, fd = (int)sys_call4(SYS_openat, AT_FDCWD, weft_tunables.report_path,
+				   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
 	if (fd < 0)
 		return;
@@ -34,16 +35,16 @@ static void write_report(void)
 		     "pid=%d\nactive=%d\nthreads_created=%lu\nstacks_mapped=%lu\n"
 		     "stacks_reused=%lu\nstacks_unmapped=%lu\nmalloc_handoffs=%lu\n"
 		     "threads_adopted=%lu\n",
-		     getpid(), weft_is_active, weft_counters.created,
+		     sys_getpid(), weft_is_active, weft_counters.created,
 		     weft_counters.stacks_mapped, weft_counters.stacks_reused,
 		     weft_counters.stacks_unmapped, weft_counters.malloc_handoffs,
 		     weft_counters.adopted);
 	if (n > 0 && (size_t)n >= sizeof buf)
 		n = sizeof buf - 1;
-	if (n > 0 && write(fd, buf, (size_t)n) < 0) {
+	if (n > 0 && sys_call3(SYS_write, fd, buf, (size_t)n) < 0) {
 		/* best effort: nobody to tell */
 	}
-	close(fd);
+	sys_call1(SYS_close, fd);
 }
 
 /* WEFT_REPORT's and WEFT_STATS's exit handlers.  When weft starts from
