@@ -62,17 +62,63 @@ DEPFILE = $(call depof,$@)
 DEPFLAGS = -MMD -MP -MT $@ -MF $(DEPFILE)
 MKDIRS = @mkdir -p $(dir $@) $(dir $(DEPFILE))
 
+# ---------------------------------------------------------------- layers
+# src/ holds one folder per layer, lowest first: arch (src/arch/$(ARCH)),
+# kernel, host, core, sync, abi.  A layer may use the layers below it,
+# never one above (docs/design.md), and the build makes that a rule: a
+# file names a header of another layer as "layer/name.h" (its own
+# folder's as "name.h"), found only through the include view of its own
+# layer, $(B)/inc/LAYER/, which links that layer and the ones below it.
+# A header of a higher layer is not found there, so the compile fails;
+# an include that climbs out of its folder ("../") would go round the
+# view and is refused too (no_climb).  Every header is also compiled
+# alone in its layer's view ($(B)/hdr/), so a header that only higher
+# layers include cannot reach above its own layer either.
+.DEFAULT_GOAL := all
+ARCH := x86_64
+LAYERS := arch kernel host core sync abi
+VIEW_arch := arch
+VIEW_kernel := $(VIEW_arch) kernel
+VIEW_host := $(VIEW_kernel) host
+VIEW_core := $(VIEW_host) core
+VIEW_sync := $(VIEW_core) sync
+VIEW_abi := $(VIEW_sync) abi
+layer_dir = $(if $(filter arch,$(1)),src/arch/$(ARCH),src/$(1))
+# The layer of a file under src/: its first folder there.
+layer_of = $(word 2,$(subst /, ,$(1)))
+VIEWS := $(B)/inc/.made
+LAYER_FLAGS = -iquote $(B)/inc/$(call layer_of,$<)
+no_climb = @if grep -nE '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"\.\./' $(1); then \
+	echo "$(1): include a header of another layer as \"layer/name.h\" (Makefile, layers)"; \
+	exit 1; fi
+
+$(VIEWS): Makefile
+	rm -rf $(B)/inc
+	$(foreach l,$(LAYERS),mkdir -p $(B)/inc/$(l) && \
+		$(foreach v,$(VIEW_$(l)),ln -s $(abspath $(call layer_dir,$(v))) $(B)/inc/$(l)/$(v) &&)) \
+		touch $@
+
 LIB_SRCS := $(wildcard src/kernel/*.c src/core/*.c src/sync/*.c src/host/*.c src/abi/*.c \
 	src/abi/cancel_points/*.c)
-LIB_ASMS := $(wildcard src/arch/x86_64/*.S)
+LIB_ASMS := $(wildcard src/arch/$(ARCH)/*.S)
+LIB_HDRS := $(wildcard src/arch/$(ARCH)/*.h src/kernel/*.h src/core/*.h src/sync/*.h \
+	src/host/*.h src/abi/*.h src/abi/cancel_points/*.h)
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS)) \
 	    $(patsubst %.S,$(B)/obj/%.o,$(LIB_ASMS))
+HDR_CHECKS := $(patsubst %.h,$(B)/hdr/%.ok,$(LIB_HDRS))
 
 all: $(B)/libweft.so $(B)/libweft.a $(BIN)/weft
 
-$(B)/obj/%.o: %.c Makefile
+$(B)/obj/%.o: %.c Makefile | $(VIEWS)
 	$(MKDIRS)
-	$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(call no_climb,$<)
+	$(CC) $(LIB_CFLAGS) $(LAYER_FLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(B)/hdr/%.ok: %.h Makefile | $(VIEWS)
+	$(MKDIRS)
+	$(call no_climb,$<)
+	$(CC) $(LIB_CFLAGS) -Wno-unused-function $(LAYER_FLAGS) $(DEPFLAGS) -fsyntax-only -x c $<
+	touch $@
 
 # Waits that are cancellation points unwind through a cleanup handler
 # (__attribute__((cleanup)) run by the forced unwind, docs/cancel.md),
@@ -84,9 +130,9 @@ $(B)/obj/src/sync/cond.o $(B)/obj/src/core/join.o $(B)/obj/src/sync/sem.o: LIB_C
 # (src/arch/x86_64/syscall_cp_window.h).
 $(B)/obj/src/abi/cancel_points/%.o $(B)/obj/src/core/cancel_cp.o: LIB_CFLAGS += -mno-red-zone
 
-$(B)/obj/%.o: %.S Makefile
+$(B)/obj/%.o: %.S Makefile | $(VIEWS)
 	$(MKDIRS)
-	$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(LIB_CFLAGS) $(LAYER_FLAGS) $(DEPFLAGS) -c $< -o $@
 
 # pthread_once must let a cancellation unwind through the init routine's
 # caller and run its cleanup (src/sync/once.c).
@@ -94,7 +140,7 @@ $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexcept
 
 # libgcc_s: _Unwind_ForcedUnwind for pthread_exit and cancellation
 # (src/core/unwind.c).
-$(B)/libweft.so: $(LIB_OBJS)
+$(B)/libweft.so: $(LIB_OBJS) $(HDR_CHECKS)
 	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
 		-o $@ $(LIB_OBJS) -lgcc_s -lc
 	ln -sf libweft.so $(B)/$(SONAME)
@@ -201,5 +247,5 @@ clean:
 
 # The compiler's dependency files of every target (absent before its
 # first build, when the target is built anyway).
-DEP_TARGETS := $(LIB_OBJS) $(BIN)/weft $(TEST_BINS) $(TEST_PARTS) $(TEST_LIBS)
+DEP_TARGETS := $(LIB_OBJS) $(HDR_CHECKS) $(BIN)/weft $(TEST_BINS) $(TEST_PARTS) $(TEST_LIBS)
 -include $(foreach t,$(DEP_TARGETS),$(call depof,$(t)))

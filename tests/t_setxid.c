@@ -105,7 +105,7 @@ static void *churn(void *arg)
 /* The four ids of a "Uid:" or "Gid:" line all equal `want`. */
 static int line_ok(const char *line, long want)
 {
-	char *p = strchr(line, ':');
+	const char *p = strchr(line, ':');
 	int n = 0;
 
 	while (p && n < 4) {

@@ -40,8 +40,11 @@ BENCH = MAKE + ["-C", "bench", "progs"]
 
 
 def norm(path):
-    """A path from a dependency file or a command line, relative to ROOT."""
-    return os.path.relpath(os.path.normpath(os.path.join(ROOT, path)), ROOT)
+    """A path from a dependency file or a command line, relative to ROOT.
+    Headers are named through the include views (B/inc/LAYER/...,
+    symbolic links into src/, see the Makefile's layers): the file they
+    name is what counts."""
+    return os.path.relpath(os.path.realpath(os.path.join(ROOT, path)), ROOT)
 
 
 def read_dep(path):

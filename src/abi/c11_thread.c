@@ -5,7 +5,7 @@
 #include <threads.h>
 #include <time.h>
 
-#include "../kernel/sched.h"
+#include "kernel/sched.h"
 #include "c11_result.h"
 #include "export.h"
 

@@ -8,8 +8,8 @@
 #ifndef WEFT_ABI_EXPORT_H
 #define WEFT_ABI_EXPORT_H
 
-#include "../core/thread.h"
-#include "../host/glibc.h"
+#include "core/thread.h"
+#include "host/glibc.h"
 #include "alias.h"
 
 #define WEFT_EXPORT __attribute__((visibility("default")))

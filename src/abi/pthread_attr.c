@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../host/attr_layout.h"
+#include "host/attr_layout.h"
 #include "export.h"
 
 #define PAGE 4096

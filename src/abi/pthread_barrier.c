@@ -2,7 +2,7 @@
    sync/barrier.c. */
 #include <errno.h>
 
-#include "../sync/barrier.h"
+#include "sync/barrier.h"
 #include "export.h"
 
 /* pthread_barrierattr_t in glibc's layout. */

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "../core/cancel.h"
+#include "core/cancel.h"
 #include "export.h"
 
 /* The cleanup ABI's own prototypes (pthread.h declares some only under

@@ -2,7 +2,7 @@
    variables (src/sync/cond.c).  The condattr word: bit 0 process-shared,
    bit 1 CLOCK_MONOTONIC (glibc's encoding). */
 #include "export.h"
-#include "../sync/cond.h"
+#include "sync/cond.h"
 
 static unsigned *cattr(pthread_condattr_t *a)
 {

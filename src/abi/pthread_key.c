@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <threads.h>
 
-#include "../core/tsd.h"
+#include "core/tsd.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_key_create(pthread_key_t *key, void (*destr)(void *))

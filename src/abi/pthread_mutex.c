@@ -4,8 +4,8 @@
 #include <string.h>
 #include "alias.h"
 #include "export.h"
-#include "../sync/mutex.h"
-#include "../sync/mutex_kinds.h"
+#include "sync/mutex.h"
+#include "sync/mutex_kinds.h"
 
 /* Names glibc still exports but no longer declares (or redirects). */
 int pthread_mutexattr_getkind_np(const pthread_mutexattr_t *, int *);

@@ -1,7 +1,7 @@
 /* pthread_once and glibc's alias __pthread_once.  Compiled with
    -fexceptions (see the Makefile) so that a cancellation unwinding out of
    the init routine passes through here cleanly. */
-#include "../sync/once.h"
+#include "sync/once.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_once(pthread_once_t *once, void (*init)(void))

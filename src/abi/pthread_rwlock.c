@@ -2,7 +2,7 @@
    names glibc also exports.  The locks are in sync/rwlock.c. */
 #include <errno.h>
 
-#include "../sync/rwlock.h"
+#include "sync/rwlock.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_rwlock_init(pthread_rwlock_t *rw,

@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 #include "export.h"
 
 /* Bits of signals 32 and 33 in the kernel's 64-bit mask (signal n is

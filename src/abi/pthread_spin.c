@@ -1,6 +1,6 @@
 /* pthread_spin_*.  The lock is in sync/spin.c; `pshared` is accepted and
    needs nothing (the lock makes no system call), as in glibc. */
-#include "../sync/spin.h"
+#include "sync/spin.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_spin_init(pthread_spinlock_t *l, int pshared)

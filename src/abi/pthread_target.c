@@ -20,12 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/rt_hint.h"
-#include "../core/spin_policy.h"
-#include "../host/attr_layout.h"
-#include "../host/sched_cache.h"
-#include "../kernel/sched.h"
-#include "../sync/mutex_pp.h"
+#include "core/rt_hint.h"
+#include "core/spin_policy.h"
+#include "host/attr_layout.h"
+#include "host/sched_cache.h"
+#include "kernel/sched.h"
+#include "sync/mutex_pp.h"
 #include "export.h"
 
 enum route { NATIVE, GLIBC, FAILED };
@@ -400,6 +400,31 @@ WEFT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 	*clock = (clockid_t)((~(unsigned)tid << 3) | CPUCLOCK_PERTHREAD |
 			     CPUCLOCK_SCHED);
 	return 0;
+}
+
+/* --- pthread_gettid_np (glibc 2.42) -----------------------------------
+   The thread's kernel tid, or -1 once it has ended (errno untouched, as
+   glibc).  weft must serve it for its own threads: their handle is not a
+   TCB address, and glibc's version reads the tid through it (SIGSEGV).
+   No pin: the tid is only meaningful while the thread lives, as with
+   glibc's. */
+pid_t pthread_gettid_np(pthread_t th);
+
+WEFT_EXPORT pid_t pthread_gettid_np(pthread_t th)
+{
+	struct target x;
+	int tid;
+
+	if (!weft_serving())
+		return host_real.pthread_gettid_np ? host_real.pthread_gettid_np(th)
+						   : -1;
+	x = target_of(th);
+	if (x.err)
+		return -1;
+	if (!x.t && host_real.pthread_gettid_np)
+		return host_real.pthread_gettid_np(th);
+	tid = __atomic_load_n(host_tid_word((char *)x.glibc), __ATOMIC_RELAXED);
+	return tid > 0 ? tid : -1;
 }
 
 /* --- pthread_getattr_np ------------------------------------------------ */

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "../core/cancel.h"
+#include "core/cancel.h"
 #include "export.h"
 
 WEFT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
@@ -16,7 +16,7 @@ WEFT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
 }
 
 /* Unwinds the thread (docs/cancel.md), running cleanup handlers and
-   C++ destructors, to its bottom buffer: weft's in host_run_thread,
+   C++ destructors, to its bottom buffer: weft's in cancel_run,
    glibc's for the main thread (whose start-up frame then keeps the
    process alive while other threads run) and glibc-made threads. */
 WEFT_EXPORT void pthread_exit(void *value)

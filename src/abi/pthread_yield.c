@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "../kernel/sched.h"
+#include "kernel/sched.h"
 #include "export.h"
 
 WEFT_EXPORT int sched_yield(void)

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <sched.h>
 
-#include "../core/rt_hint.h"
-#include "../kernel/sched.h"
+#include "core/rt_hint.h"
+#include "kernel/sched.h"
 #include "export.h"
 
 static int result(long r)

@@ -5,8 +5,8 @@
 #include <semaphore.h>
 #include <stdarg.h>
 
-#include "../kernel/futex.h"
-#include "../sync/sem.h"
+#include "kernel/futex.h"
+#include "sync/sem.h"
 #include "export.h"
 
 static inline int result(int err)

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/tunables.h"
+#include "core/tunables.h"
 #include "export.h"
 #include <weft.h>
 
@@ -87,13 +87,23 @@ WEFT_EXPORT void weft_print_info(int fd)
 
 	dprintf(fd, "weft %s\n", WEFT_VERSION_STR);
 	dprintf(fd, "glibc: %s\n", host_glibc_version());
-	dprintf(fd, "host: %s\n", host_status());
+	dprintf(fd, "host: %s\n", weft_host_status());
 	dprintf(fd, "mode: %s\n",
 		active ? "serving" : "forwarding to glibc");
-	if (active)
+	if (active) {
 		dprintf(fd, "glibc thread list: %s\n",
 			host_threads_listed() ? "member (set*id, dlopen TLS reach weft threads)"
 					      : "not a member (unknown setxid_futex offset)");
+		if (host_layout.cancel_protocol == HOST_CANCEL_WINDOW)
+			dprintf(fd, "libc cancellation points: libc's window "
+				    "(__syscall_cancel_arch at libc+%#lx), "
+				    "every enabled target is signalled\n",
+				(unsigned long)(host_layout.libc_cp_begin -
+						host_layout.libc_base));
+		else
+			dprintf(fd, "libc cancellation points: the ASYNC bit "
+				    "around their system call\n");
+	}
 	dprintf(fd, "tunables:\n");
 	dprintf(fd, "  WEFT_STACK_CACHE=%zu (resident bytes of dead threads' stacks kept; "
 		    "default %lu)\n",

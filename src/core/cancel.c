@@ -10,18 +10,29 @@
                                                       tgkill(SIGCANCEL)
                                                       handler: |= CANCELED
 
-   The protocol is glibc 2.36's, so that libc's own cancellation points
-   (__pthread_enable_asynccancel, __pthread_disable_asynccancel, which
-   waits while CANCELING is set without CANCELED) work on weft's
-   requests, and weft's on libc's. */
+   The bits are glibc's, so that libc's own cancellation points (which
+   nothing can interpose: stdio's reads, wait3, system ...) act on weft's
+   requests, and weft's points on libc's.  How those points notice a
+   request is the release's (host_layout.cancel_protocol):
+
+     2.36   they set ASYNC around their system call
+            (__pthread_enable_asynccancel; __pthread_disable_asynccancel
+            waits while CANCELING is set without CANCELED), so the
+            signal a canceller sends to an async target reaches them,
+            and the handler acts as for the async type;
+     2.41+  they make the system call in libc's window
+            (__syscall_cancel_arch), testing CANCELED just before it and
+            setting no bit; a canceller signals every target whose
+            cancellation is enabled (deferred too: it may be in the
+            window), and the handler acts when the thread stopped in
+            libc's window, as glibc's own handler does. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <ucontext.h>
 
-#include "../kernel/syscall.h"
-#include "../arch/x86_64/syscall_cp_window.h"
-#include "cancel.h"
+#include "kernel/syscall.h"
+#include "cancel_inline.h"
 
 __thread int weft_in_cp __attribute__((tls_model("initial-exec")));
 
@@ -41,7 +52,7 @@ __attribute__((noreturn)) void cancel_act(void)
 /* Called from a cancellable system call's cancel label
    (syscall_cp_window.h), inside the function that expanded it, so the
    unwinder walks on with that function's unwind data. */
-__attribute__((noreturn, used)) void weft_cp_act(void)
+__attribute__((noreturn)) void weft_cp_act(void)
 {
 	cancel_act();
 }
@@ -84,9 +95,14 @@ int cancel_request(char *tcb)
 			   its weft_in_cp flag, read after the full barrier of
 			   the CAS (it sets the flag with an exchange before it
 			   reads the word: one of the two sees the other). */
-			return tcb != (char *)arch_thread_pointer() &&
-			       !(want & HOST_CANCEL_DISABLED) &&
-			       __atomic_load_n((int *)(tcb + weft_in_cp_off),
+			if (tcb == (char *)arch_thread_pointer() ||
+			    (want & HOST_CANCEL_DISABLED))
+				return 0;
+			/* From 2.41 it may be in libc's window, which
+			   nothing marks. */
+			if (host_layout.cancel_protocol == HOST_CANCEL_WINDOW)
+				return 1;
+			return __atomic_load_n((int *)(tcb + weft_in_cp_off),
 					       __ATOMIC_SEQ_CST);
 		}
 	}
@@ -148,16 +164,18 @@ int cancel_set_type(int type, int *oldtype)
      disabled/exiting            anywhere                      none
      enabled                     in a window [begin, end)      resume at its
                                   (before or at the syscall)   cancel label
-     enabled                     elsewhere in weft_syscall_cp  none: its own
+     enabled                     elsewhere in cancel_syscall   none: its own
                                   (weft_in_cp)                 checks decide
      enabled, ASYNC bit          elsewhere (user async type,   unwind from
-                                  or libc's own point)         here
+                                  or 2.36 libc's own point)    here
+     enabled                     in libc's window (2.41+)      unwind from
+                                  (before or at the syscall)   here
      enabled, deferred           elsewhere                     none (pending) */
 /* Whether the thread was stopped right after a system call inside libc
    that completed (its result is not -EINTR): one of libc's own
    cancellation points (stdio's reads and writes, system, ...; weft
-   interposes the others), which run with the asynchronous type around
-   their system call.  Acting there would lose what the call did (glibc
+   interposes the others), which in 2.36 run with the asynchronous type
+   around their system call.  Acting there would lose what the call did (glibc
    bug 12683), so the cancellation stays pending for the next
    cancellation point.  The kernel delivers a signal to a thread blocked
    in a system call on the way out of it, so this is where the common
@@ -170,7 +188,7 @@ static int completed_libc_syscall(const ucontext_t *uc, uintptr_t ip)
 {
 	const unsigned char *p = (const unsigned char *)ip;
 
-	if (ip < host_libc_text_lo + 2 || ip >= host_libc_text_hi)
+	if (ip < host_layout.libc_text_lo + 2 || ip >= host_layout.libc_text_hi)
 		return 0;
 	return p[-2] == 0x0f && p[-1] == 0x05 &&
 	       uc->uc_mcontext.gregs[REG_RAX] != -EINTR;
@@ -201,6 +219,14 @@ static void sigcancel(int sig, siginfo_t *si, void *ctx)
 	if (weft_in_cp)
 		return;
 	if ((old & HOST_CANCEL_ASYNC) && !completed_libc_syscall(uc, ip))
+		cancel_act();
+	/* libc's own cancellation point, before its system call or to
+	   restart it: nothing was done yet.  One that completed returns to
+	   the instruction after the window and keeps its result; one the
+	   signal made fail with EINTR acts in libc (glibc's
+	   __syscall_do_cancel, which walks the same chains). */
+	if (host_layout.cancel_protocol == HOST_CANCEL_WINDOW &&
+	    host_in_libc_cp_window(ip))
 		cancel_act();
 }
 

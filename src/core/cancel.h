@@ -6,13 +6,16 @@
 
    cancel.c    the state machine: request, act, setcancelstate/-type,
                testcancel, the SIGCANCEL handler
-   cancel_cp.c weft_syscall_cp, the cancellable system call
+   cancel_cp.c the cancellable futex waits (the cancellable system
+               call itself is inline: cancel_inline.h)
    unwind.c    the forced unwind and glibc's cleanup-buffer ABI */
 #ifndef WEFT_CORE_CANCEL_H
 #define WEFT_CORE_CANCEL_H
 
 #include <pthread.h>
-#include "../host/glibc.h"
+#include <time.h>
+#include "host/glibc.h"
+#include "kernel/futex.h"
 
 /* The signal glibc reserves for cancellation (SIGCANCEL). */
 #define WEFT_SIGCANCEL 32
@@ -38,8 +41,9 @@ static inline int *cancel_self_word(void)
 	return host_cancel_word(arch_thread_pointer());
 }
 
-/* Nonzero while the thread is inside weft_syscall_cp's C part: the
-   SIGCANCEL handler then only records the request (see cancel.c). */
+/* Nonzero while the thread is inside a cancellable system call's C part
+   (cancel_inline.h): the SIGCANCEL handler then only records the
+   request (see cancel.c). */
 extern __thread int weft_in_cp __attribute__((tls_model("initial-exec")));
 
 /* Installs the SIGCANCEL handler (once per process, at start-up). */
@@ -92,7 +96,27 @@ static inline void cancel_defer_end(int was_async)
 		cancel_set_type(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
 }
 
+/* --- cancel_cp.c: futex waits that are cancellation points ------------
+
+   futex_wait_until (kernel/futex.h) as a cancellation point: a due
+   cancellation acts before the sleep or when it interrupts the sleep; a
+   wake-up that has happened is returned (0), never lost. */
+long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
+			 const struct timespec *abstime, int priv);
+
+/* futex_wait_requeue_pi (kernel/futex.h) with an absolute deadline on
+   CLOCK_MONOTONIC or CLOCK_REALTIME (-ETIMEDOUT: the caller does not own
+   the mutex, requeued or not), as a cancellation point. */
+long futex_wait_requeue_pi_cp(volatile int *addr, int expect, clockid_t clock,
+			      const struct timespec *abstime,
+			      volatile int *mutex, int priv);
+
 /* --- unwind.c --------------------------------------------------------- */
+
+/* Runs fn(arg) above a bottom unwind buffer, so that pthread_exit and
+   cancellation (weft's unwinder or glibc's) unwind back here.  Returns
+   fn's value, or the thread's exit value when it was unwound. */
+void *cancel_run(void *(*fn)(void *), void *arg);
 
 /* pthread_exit: records the value, sets EXITING, unwinds. */
 __attribute__((noreturn)) void cancel_exit(void *value);

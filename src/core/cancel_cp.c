@@ -1,12 +1,10 @@
-/* weft_syscall_cp: the cancellable system call, out of line
-   (kernel/syscall_cp.h, docs/cancel.md), for callers below the core
-   layer (the futex waits of condvars, joins and semaphores).  It is the
-   inline version (cancel_inline.h) expanded once, so both share one
-   window mechanism and one mark; this file is built with -mno-red-zone
-   (Makefile) like the interposed points. */
+/* The cancellable system call out of line (docs/cancel.md): the futex
+   waits of condvars, joins and semaphores that are cancellation points.
+   They are the inline version (cancel_inline.h) expanded here, so they
+   share one window mechanism and one mark with the interposed libc
+   points; this file is built with -mno-red-zone (Makefile) like them. */
 #include <errno.h>
 
-#include "../kernel/syscall_cp.h"
 #include "cancel_inline.h"
 
 /* After -EINTR: the call did nothing, so a due cancellation acts
@@ -19,8 +17,25 @@ __attribute__((noinline)) long weft_cp_interrupted(long nr)
 	return -EINTR;
 }
 
-long weft_syscall_cp(long a1, long a2, long a3, long a4, long a5, long a6,
-		     long nr)
+long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
+			 const struct timespec *abstime, int priv)
 {
-	return cancel_syscall(nr, a1, a2, a3, a4, a5, a6);
+	int op = futex_wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
+
+	if (op < 0)
+		return op;
+	return cancel_syscall(SYS_futex, (long)addr, op, expect, (long)abstime,
+			      0, FUTEX_BITSET_MATCH_ANY);
+}
+
+long futex_wait_requeue_pi_cp(volatile int *addr, int expect, clockid_t clock,
+			      const struct timespec *abstime,
+			      volatile int *mutex, int priv)
+{
+	int op = futex_wait_op(FUTEX_WAIT_REQUEUE_PI, clock, abstime, priv);
+
+	if (op < 0)
+		return op;
+	return cancel_syscall(SYS_futex, (long)addr, op, expect, (long)abstime,
+			      (long)mutex, 0);
 }

@@ -1,18 +1,24 @@
-/* weft_syscall_cp expanded in the caller (docs/cancel.md): the libc
-   cancellation points weft interposes (src/abi/cancel_points/) use this,
-   so a point that is not cancelled makes no call besides the system
-   call itself.  The logic is cancel_cp.c's, the window
-   arch/x86_64/syscall_cp_window.h's. */
+/* The cancellable system call, expanded in the caller (docs/cancel.md):
+   the libc cancellation points weft interposes (src/abi/cancel_points/)
+   and the futex waits of cancel_cp.c use this, so a point that is not
+   cancelled makes no call besides the system call itself.  The window
+   is arch/x86_64/syscall_cp_window.h's; what it tests (the thread's
+   cancellation word: due when enabled, requested and not exiting) and
+   what it does when due (weft_cp_act) are this layer's. */
 #ifndef WEFT_CORE_CANCEL_INLINE_H
 #define WEFT_CORE_CANCEL_INLINE_H
 
 #include <errno.h>
 
-#include "../arch/x86_64/syscall_cp_window.h"
+#include "arch/syscall_cp_window.h"
 #include "cancel.h"
 
 /* cancel_cp.c: after -EINTR, acts on a due cancellation (not for close). */
 long weft_cp_interrupted(long nr);
+
+/* cancel.c: the window's cancel path (cancel_act, from inside the
+   function that expanded the window). */
+__attribute__((noreturn, visibility("hidden"))) void weft_cp_act(void);
 
 static inline __attribute__((always_inline)) long
 cancel_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
@@ -25,13 +31,17 @@ cancel_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 	   window reads the word: the canceller either sees the flag or
 	   this thread sees the request.  Cheaper than glibc's two atomic
 	   updates of the word. */
-	int marked = __atomic_load_n(host_nthreads_word, __ATOMIC_RELAXED) > 1;
+	int marked = __atomic_load_n(host_layout.nthreads, __ATOMIC_RELAXED) > 1;
 	int outer = 0;
 	long r;
 
 	if (__builtin_expect(marked, 1))
 		outer = __atomic_exchange_n(&weft_in_cp, 1, __ATOMIC_SEQ_CST);
-	r = arch_syscall_cp_window(nr, a1, a2, a3, a4, a5, a6);
+	r = arch_syscall_cp_window(nr, a1, a2, a3, a4, a5, a6,
+				   host_layout.cancelhandling,
+				   HOST_CANCEL_DISABLED | HOST_CANCELED |
+					   HOST_EXITING | HOST_TERMINATED,
+				   HOST_CANCELED, weft_cp_act);
 	if (__builtin_expect(marked, 1))
 		__atomic_store_n(&weft_in_cp, outer, __ATOMIC_RELEASE);
 	if (__builtin_expect(r == -EINTR, 0))

@@ -7,9 +7,10 @@
 #include <time.h>
 
 #include "rt_hint.h"
-#include "../host/attr_layout.h"
-#include "../host/glibc.h"
-#include "../kernel/clone.h"
+#include "host/attr_layout.h"
+#include "host/glibc.h"
+#include "cancel.h"
+#include "kernel/clone.h"
 #include "lock.h"
 #include "thread.h"
 
@@ -157,8 +158,8 @@ static int thread_entry(void *p)
 	}
 	if (t->set_sigmask)
 		sys_sigprocmask(SIG_SETMASK, &t->sigmask, NULL);
-	t->result = t->c11 ? host_run_thread(run_c11, t)
-			   : host_run_thread(t->start, t->arg);
+	t->result = t->c11 ? cancel_run(run_c11, t)
+			   : cancel_run(t->start, t->arg);
 	thread_finish(t);
 }
 
@@ -277,7 +278,9 @@ static int create_with(pthread_t *out, const struct glibc_attr *ga,
 		stack_release(t);
 		return EAGAIN;
 	}
-	host_set_tls_self(t->tcb, t);
+	self_tls_set(t->tcb, t);
+	if (t->join_state == WEFT_DETACHED)
+		host_tcb_set_detached(t->tcb);
 	*out = (pthread_t)t->handle;
 
 	/* On glibc's list before signals are blocked: a set*id call holding

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <signal.h>
 
-#include "../host/glibc.h"
+#include "host/glibc.h"
+#include "cancel.h"
 #include "thread.h"
 
 void thread_reclaim(struct weft_thread *t)
@@ -76,7 +77,7 @@ static void *run_duty(void *p)
    destructors run, so a destructor that calls pthread_exit unwinds to
    it; the thread's exit code then starts again after the start routine,
    with that exit value.  weft gives the duty a buffer of its own (the
-   one host_run_thread gives a start routine) and runs it again until it
+   one cancel_run gives a start routine) and runs it again until it
    completes; the duty itself knows what is left to do (__call_tls_dtors
    takes each destructor off its list before calling it, tsd.c decides
    for the key destructors). */
@@ -85,7 +86,7 @@ void thread_exit_duty(struct weft_thread *t, void (*duty)(struct weft_thread *))
 	struct exit_duty d = { duty, t, 0 };
 	void *value;
 
-	while (value = host_run_thread(run_duty, &d), !d.done)
+	while (value = cancel_run(run_duty, &d), !d.done)
 		t->result = value;
 }
 
@@ -114,6 +115,8 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	/* From here calls on this thread's handle answer ESRCH, and none
 	   still using its tid is left behind (target.c). */
 	thread_ops_close(t);
+	/* glibc's own calls on this TCB now see an ended thread. */
+	host_tcb_set_ended(t->tcb);
 	/* A user stack may be freed by its owner as soon as the thread is
 	   gone, so that thread gives its DTV back itself, with no handler
 	   able to run on the half-released TLS, and its malloc state must

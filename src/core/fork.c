@@ -9,7 +9,7 @@
    slot, TLS, malloc state and mapping are reclaimed there. */
 #include <stdlib.h>
 
-#include "../host/glibc.h"
+#include "host/glibc.h"
 #include "stats.h"
 #include "thread.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../host/glibc.h"
-#include "../kernel/futex.h"
+#include "host/glibc.h"
+#include "kernel/futex.h"
 #include "cancel.h"
 #include "stats.h"
 #include "thread.h"
@@ -21,12 +21,13 @@ struct weft_counters weft_counters;
    malloc a stdio buffer, and a large malloc consolidates the arena's
    free chunks, which in a fork child means a copy-on-write fault on every
    page holding one (40 ms per exiting child in PTS
-   pthread_cond_broadcast/1-2). */
+   pthread_cond_broadcast/1-2).  Raw system calls: libc's open, write and
+   close are weft's own cancellation points (src/abi), a layer above. */
 static void write_report(void)
 {
 	char buf[512];
-	int n, fd = open(weft_tunables.report_path,
-			 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int n, fd = (int)sys_call4(SYS_openat, AT_FDCWD, weft_tunables.report_path,
+				   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
 	if (fd < 0)
 		return;
@@ -34,16 +35,16 @@ static void write_report(void)
 		     "pid=%d\nactive=%d\nthreads_created=%lu\nstacks_mapped=%lu\n"
 		     "stacks_reused=%lu\nstacks_unmapped=%lu\nmalloc_handoffs=%lu\n"
 		     "threads_adopted=%lu\n",
-		     getpid(), weft_is_active, weft_counters.created,
+		     sys_getpid(), weft_is_active, weft_counters.created,
 		     weft_counters.stacks_mapped, weft_counters.stacks_reused,
 		     weft_counters.stacks_unmapped, weft_counters.malloc_handoffs,
 		     weft_counters.adopted);
 	if (n > 0 && (size_t)n >= sizeof buf)
 		n = sizeof buf - 1;
-	if (n > 0 && write(fd, buf, (size_t)n) < 0) {
+	if (n > 0 && sys_call3(SYS_write, fd, buf, (size_t)n) < 0) {
 		/* best effort: nobody to tell */
 	}
-	close(fd);
+	sys_call1(SYS_close, fd);
 }
 
 /* WEFT_REPORT's and WEFT_STATS's exit handlers.  When weft starts from
@@ -67,16 +68,54 @@ static void exit_handlers(void)
 		stats_init();
 }
 
+/* Serve or forward (docs/glibc-host.md, "Start-up"): weft serves only
+   when nothing stands in the way, and says why not otherwise.  In this
+   order: glibc's own functions must be there to forward to; libweft must
+   come before libc (else the program's calls go to glibc anyway); no tool
+   that watches the thread functions itself may be present; and glibc's
+   layout must be one weft knows, found without a second thread and then
+   checked by the probe thread.  Returns NULL to serve, else the reason. */
+static char why_not_buf[200];
+
+static const char *why_not_serve(void)
+{
+	const char *tool, *why;
+
+	if (!host_real_resolve())
+		return "glibc's pthread functions not found";
+	if (!host_loaded_before_libc())
+		return "libweft was loaded after libc (by dlopen?), so the "
+		       "program's thread calls go to glibc";
+	if ((tool = host_thread_tool())) {
+		snprintf(why_not_buf, sizeof why_not_buf,
+			 "%s watches the thread functions itself", tool);
+		return why_not_buf;
+	}
+	if ((why = host_layout_find()))
+		return why;
+	return host_layout_probe();
+}
+
+static const char *host_status = "not initialised";
+
+const char *weft_host_status(void)
+{
+	return host_status;
+}
+
 static void init_once(void)
 {
 	extern char **environ;
+	const char *why;
 
 	tunables_init();
-	weft_is_active = host_init();
+	why = why_not_serve();
+	weft_is_active = why == NULL;
+	host_status = why ? why : "ok";
 	if (!weft_is_active) {
 		/* One clear line; the program keeps running on glibc. */
 		dprintf(2, "weft: %s; forwarding all thread calls to glibc's "
-			   "own implementation\n", host_status());
+			   "own implementation\n", why);
 	} else {
 		weft_self(); /* adopt the main thread */
 		fork_init();

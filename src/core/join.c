@@ -10,7 +10,7 @@
 #include <errno.h>
 
 #include "cancel.h"
-#include "../kernel/futex.h"
+#include "kernel/futex.h"
 #include "thread.h"
 
 /* The state a claim moves to, from `s`; 0 when `s` cannot be claimed

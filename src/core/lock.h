@@ -17,8 +17,8 @@
 #ifndef WEFT_CORE_LOCK_H
 #define WEFT_CORE_LOCK_H
 
-#include "../host/tid.h"
-#include "../kernel/futex.h"
+#include "host/tid.h"
+#include "kernel/futex.h"
 
 typedef struct {
 	volatile int word;

@@ -2,7 +2,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include "rt_hint.h"
-#include "../kernel/sched.h"
+#include "kernel/sched.h"
 
 #ifndef SCHED_DEADLINE
 #define SCHED_DEADLINE 6

@@ -4,14 +4,21 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "../host/glibc.h"
-#include "../kernel/syscall.h"
+#include "host/glibc.h"
+#include "kernel/syscall.h"
 #include "thread.h"
 
 __thread struct weft_thread *weft_tls_self
 	__attribute__((tls_model("initial-exec")));
 
 static struct weft_thread main_thread;
+
+void self_tls_set(char *tcb, struct weft_thread *t)
+{
+	ptrdiff_t off = (char *)&weft_tls_self - (char *)arch_thread_pointer();
+
+	*(struct weft_thread **)(tcb + off) = t;
+}
 
 /* Descriptors of adopted threads come from the kernel, not from malloc: a
    thread weft did not create can make its first weft call from inside

@@ -1,6 +1,6 @@
 /* The per-thread spin decision (see spin_policy.h). */
 #include <sched.h>
-#include "../kernel/sched.h"
+#include "kernel/sched.h"
 #include "spin_policy.h"
 
 __thread struct spin_policy weft_spin_policy

@@ -8,7 +8,7 @@
    cache just before it exits and nobody ever waits for it.
 
    The cache also carries libc's malloc thread cache of the dead thread
-   to the next thread that gets the mapping (see host/glibc.c).  When a
+   to the next thread that gets the mapping (see host/libc_state.c).  When a
    mapping leaves the cache, that state moves to a pool from which fresh
    mappings take it, so no thread cache is ever lost. */
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
-#include "../host/glibc.h"
+#include "host/glibc.h"
 #include "lock.h"
 #include "thread.h"
 #include "tunables.h"

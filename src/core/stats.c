@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 #include "stats.h"
 #include "thread.h"
 #include "tunables.h"

@@ -32,7 +32,7 @@
 #include <signal.h>
 #include <errno.h>
 
-#include "../kernel/futex.h"
+#include "kernel/futex.h"
 #include "thread.h"
 
 int thread_pin(struct weft_thread *t, pthread_t h, struct weft_pin *pin)

@@ -22,7 +22,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
+#include "host/glibc.h"
 #include "lock.h"
 
 enum weft_origin {
@@ -45,9 +46,9 @@ enum weft_join_state {
 	WEFT_JOINING_EXITED = 4, /* claimed, and it has finished running */
 };
 
-/* Maximum number of libc malloc words handed from a dead thread to a new
-   one (glibc 2.36 has two: tcache and thread_arena). */
-#define WEFT_MALLOC_WORDS 4
+
+/* libc malloc words handed from a dead thread to a new one (host/). */
+#define WEFT_MALLOC_WORDS HOST_MALLOC_WORDS
 
 /* Thread-specific data values kept inline in the descriptor (tsd.c). */
 #define WEFT_TSD_INLINE 32
@@ -87,7 +88,7 @@ struct weft_thread {
 	int attr_flags;	     /* glibc attr flag bits the thread was made with */
 
 	/* libc's per-thread malloc state left by the previous user of this
-	   mapping, or by this thread at exit; see host/glibc.c. */
+	   mapping, or by this thread at exit; see host/libc_state.c. */
 	uintptr_t malloc_state[WEFT_MALLOC_WORDS];
 	int has_malloc_state;
 	int tls_released;    /* DTV given back (stack.c, finish.c) */
@@ -115,6 +116,10 @@ extern __thread struct weft_thread *weft_tls_self
 /* Returns the calling thread's descriptor, adopting the thread first if
    weft has not seen it yet (main thread, glibc's helper threads). */
 struct weft_thread *weft_self(void);
+/* Sets weft_tls_self in the static TLS of the thread whose TCB (thread
+   pointer) is `tcb`: initial-exec TLS lies at the same distance from
+   every thread's pointer. */
+void self_tls_set(char *tcb, struct weft_thread *t);
 
 /* --- registry.c: pthread_t handles ------------------------------------ */
 int registry_add(struct weft_thread *t);
@@ -202,6 +207,8 @@ int weft_self_pid(void);
 extern int weft_is_active;
 void weft_init_slow(void);
 extern int weft_init_done; /* 0 not started, 1 starting, 2 done */
+/* "ok" when weft serves, else why it forwards (weft info's host line). */
+const char *weft_host_status(void);
 /* Nonzero while start-up runs (weft forwards to glibc meanwhile). */
 static inline int weft_starting(void)
 {

@@ -1,7 +1,7 @@
 #include <limits.h>
 #include <string.h>
 #include "tunables.h"
-#include "../host/glibc.h"
+#include "host/glibc.h"
 
 struct weft_tunables weft_tunables = {
 	.stack_cache_bytes = WEFT_STACK_CACHE_DEFAULT,

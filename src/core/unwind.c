@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <unwind.h>
 
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 #include "cancel.h"
 #include "thread.h"
 
@@ -147,6 +147,34 @@ __attribute__((noreturn)) void cancel_exit(void *value)
 	__atomic_fetch_or(host_cancel_word(tcb), HOST_EXITING, __ATOMIC_ACQ_REL);
 	weft_in_cp = 0;
 	cancel_unwind(*host_unwind_chain(tcb));
+}
+
+/* The bottom unwind buffer (glibc's cleanup ABI): pthread_exit and
+   cancellation unwind the stack until the innermost registered buffer
+   and jump into it; this one catches the end of the thread.  It is
+   filled by glibc's __sigsetjmp (typed here for the 72-byte buffer, as
+   glibc's own pthread.h declares it for pthread_cleanup_push) because
+   weft's unwinder, like glibc's, resumes it with glibc's longjmp. */
+extern int sigsetjmp_cancel(void *buf, int savemask) __asm__("__sigsetjmp")
+	__attribute__((returns_twice, nothrow));
+
+__attribute__((noinline)) void *cancel_run(void *(*fn)(void *), void *arg)
+{
+	__pthread_unwind_buf_t ub;
+	void *ret;
+
+	if (sigsetjmp_cancel(ub.__cancel_jmp_buf, 0))
+		return *host_result(arch_thread_pointer());
+	cancel_register(&ub);
+	ret = fn(arg);
+	cancel_unregister(&ub);
+	/* With no buffer left to unwind to, a cancellation must not act in
+	   the thread's exit steps (key destructors may call cancellation
+	   points).  DISABLED rather than EXITING, which would take the
+	   thread out of set*id broadcasts too early (host_thread_unlist). */
+	__atomic_fetch_or(host_cancel_word(arch_thread_pointer()),
+			  HOST_CANCEL_DISABLED, __ATOMIC_ACQ_REL);
+	return ret;
 }
 
 /* --- glibc's cleanup ABI -------------------------------------------------- */

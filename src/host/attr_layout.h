@@ -11,7 +11,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include "../kernel/syscall.h"
+#include "kernel/syscall.h"
 
 struct glibc_attr {
 	struct sched_param schedparam;

@@ -11,50 +11,18 @@
    pthread_setschedparam does.  The flag bits are left alone: if they are
    clear glibc asks the kernel, which has the new values; if they are set
    the copy is now current.  The field offsets come from libthread_db's
-   descriptors, which glibc keeps current for gdb; without them nothing
-   is stored. */
-#include <dlfcn.h>
-#include <stddef.h>
-#include <stdint.h>
-
+   descriptors (host_layout; they moved by 8 bytes in 2.43), which glibc
+   keeps current for gdb; without them nothing is stored. */
+#include "layout.h"
 #include "sched_cache.h"
-
-static struct {
-	int state; /* 0 unresolved, 1 resolved, -1 unavailable */
-	size_t policy, priority;
-} C;
-
-/* libthread_db field descriptor: bit size, count, byte offset. */
-static int field(const char *name, size_t *off)
-{
-	const uint32_t *d = dlvsym(RTLD_DEFAULT, name, "GLIBC_PRIVATE");
-
-	if (!d || d[0] != 32)
-		return -1;
-	*off = d[2];
-	return 0;
-}
-
-static int resolve(void)
-{
-	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
-
-	if (s)
-		return s;
-	if (field("_thread_db_pthread_schedpolicy", &C.policy) ||
-	    field("_thread_db_pthread_schedparam_sched_priority", &C.priority))
-		s = -1;
-	else
-		s = 1;
-	__atomic_store_n(&C.state, s, __ATOMIC_RELEASE);
-	return s;
-}
 
 void host_sched_cache_store(char *tcb, int policy, int priority)
 {
-	if (resolve() < 0)
+	if (!host_layout.sched_priority)
 		return;
 	if (policy >= 0)
-		__atomic_store_n((int *)(tcb + C.policy), policy, __ATOMIC_RELAXED);
-	__atomic_store_n((int *)(tcb + C.priority), priority, __ATOMIC_RELAXED);
+		__atomic_store_n((int *)(tcb + host_layout.sched_policy), policy,
+				 __ATOMIC_RELAXED);
+	__atomic_store_n((int *)(tcb + host_layout.sched_priority), priority,
+			 __ATOMIC_RELAXED);
 }

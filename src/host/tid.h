@@ -3,28 +3,25 @@
    current in every thread, and the kernel writes a fork child's before
    the child returns to user space (CLONE_CHILD_SETTID), so two loads
    give it, no system call.  Its own header so that core/lock.h, which
-   core/thread.h includes, needs nothing else of glibc.h. */
+   core/thread.h includes, needs nothing else of the host. */
 #ifndef WEFT_HOST_TID_H
 #define WEFT_HOST_TID_H
 
 #include <stddef.h>
-#include "../kernel/syscall.h"
-
-/* Offset of the tid field in glibc's struct pthread; set by host_init,
-   0 until then. */
-extern size_t host_tid_off;
+#include "kernel/syscall.h"
+#include "layout.h"
 
 static inline int host_self_tid(void)
 {
-	return *(volatile int *)((char *)arch_thread_pointer() + host_tid_off);
+	return *(volatile int *)((char *)arch_thread_pointer() + host_layout.tid);
 }
 
-/* The same at any time, also during start-up before host_init has
-   found the field (weft's internal lock can be taken then): gettid
-   gives the same number. */
+/* The same at any time, also during start-up before the layout has
+   the field (weft's internal lock can be taken then): gettid gives the
+   same number. */
 static inline int host_self_tid_any(void)
 {
-	size_t off = __atomic_load_n(&host_tid_off, __ATOMIC_RELAXED);
+	size_t off = __atomic_load_n(&host_layout.tid, __ATOMIC_RELAXED);
 
 	if (__builtin_expect(off != 0, 1))
 		return arch_tp_load32(off);

@@ -1,12 +1,8 @@
 #include <errno.h>
 #include "futex.h"
-#include "syscall_cp.h"
 
-/* The waiting operation `base` (FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI)
-   for an absolute deadline on `clock`; -EINVAL or -ETIMEDOUT when no
-   wait is needed. */
-static int wait_op(int base, clockid_t clock, const struct timespec *abstime,
-		   int priv)
+int futex_wait_op(int base, clockid_t clock, const struct timespec *abstime,
+		  int priv)
 {
 	int op = base | priv;
 
@@ -23,23 +19,11 @@ static int wait_op(int base, clockid_t clock, const struct timespec *abstime,
 	return op;
 }
 
-
-long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
-			 const struct timespec *abstime, int priv)
-{
-	int op = wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
-
-	if (op < 0)
-		return op;
-	return sys_cp6(SYS_futex, addr, op, expect, abstime, NULL,
-		       FUTEX_BITSET_MATCH_ANY);
-}
-
 long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,
 			   clockid_t clock, const struct timespec *abstime,
 			   int priv)
 {
-	int op = wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
+	int op = futex_wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
 
 	if (op < 0)
 		return op;
@@ -63,15 +47,4 @@ long futex_lock_pi(volatile int *addr, clockid_t clock,
 		op = FUTEX_LOCK_PI2 | priv; /* monotonic deadline */
 	r = sys_call4(SYS_futex, addr, op, 0, abstime);
 	return r == -ENOSYS ? -EINVAL : r;
-}
-
-long futex_wait_requeue_pi_cp(volatile int *addr, int expect, clockid_t clock,
-			      const struct timespec *abstime,
-			      volatile int *mutex, int priv)
-{
-	int op = wait_op(FUTEX_WAIT_REQUEUE_PI, clock, abstime, priv);
-
-	if (op < 0)
-		return op;
-	return sys_cp5(SYS_futex, addr, op, expect, abstime, mutex);
 }

@@ -28,6 +28,26 @@ static inline long futex_wake(volatile int *addr, int n, int priv)
 	return sys_call3(SYS_futex, addr, FUTEX_WAKE | priv, n);
 }
 
+/* glibc's low-level lock (0 free, 1 taken, 2 taken with waiters), for
+   the words of glibc's that weft takes the way glibc's own code does
+   (host/threads.c: the loader's thread-list lock). */
+static inline void futex_lll_lock(volatile int *l)
+{
+	int c = 0;
+
+	if (__atomic_compare_exchange_n(l, &c, 1, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return;
+	while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
+		futex_wait(l, 2, WEFT_FUTEX_PRIVATE);
+}
+
+static inline void futex_lll_unlock(volatile int *l)
+{
+	if (__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2)
+		futex_wake(l, 1, WEFT_FUTEX_PRIVATE);
+}
+
 /* Sleep while *addr == expect, until the absolute deadline `abstime`
    (NULL: forever) on `clock` (CLOCK_MONOTONIC or CLOCK_REALTIME).
    Returns 0 when woken (possibly spuriously), -EAGAIN when the word had
@@ -35,11 +55,12 @@ static inline long futex_wake(volatile int *addr, int n, int priv)
 long futex_wait_until(volatile int *addr, int expect, clockid_t clock,
 		      const struct timespec *abstime, int priv);
 
-/* The same wait as a cancellation point (kernel/syscall_cp.h): a due
-   cancellation acts before the sleep or when it interrupts the sleep;
-   a wake-up that has happened is returned (0), never lost. */
-long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
-			 const struct timespec *abstime, int priv);
+/* The futex operation `base` (FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI)
+   with `priv` for an absolute deadline on `clock`; -EINVAL or
+   -ETIMEDOUT when no wait is needed.  (The waits that are cancellation
+   points, core/cancel.h, build on it.) */
+int futex_wait_op(int base, clockid_t clock, const struct timespec *abstime,
+		  int priv);
 
 /* Bitset variants: a waiter sleeps with a mask, and a wake reaches only
    waiters whose mask shares a bit with its own, so two kinds of
@@ -120,16 +141,11 @@ static inline long futex_trylock_pi(volatile int *addr, int priv)
    or queues it on the mutex as a PI waiter, boosting the mutex's owner,
    without waking it.  Returns 0 (the caller owns the mutex), -EAGAIN
    (the word had changed, or the wait was interrupted after the requeue:
-   the caller does not own the mutex), -ETIMEDOUT (it does not own it
-   either, requeued or not), -EINVAL.  A cancellation point.  The
-   deadline is absolute on CLOCK_MONOTONIC or CLOCK_REALTIME.  Both
-   calls must use the same private/shared flag (the kernel keys the two
-   words with it). */
-long futex_wait_requeue_pi_cp(volatile int *addr, int expect, clockid_t clock,
-			      const struct timespec *abstime,
-			      volatile int *mutex, int priv);
-
-/* The same wait without deadline, not a cancellation point. */
+   the caller does not own the mutex), -EINVAL.  Both calls must use the
+   same private/shared flag (the kernel keys the two words with it).
+   This wait has no deadline and is not a cancellation point; the form
+   with a deadline that is one, futex_wait_requeue_pi_cp, is in
+   core/cancel.h. */
 static inline long futex_wait_requeue_pi(volatile int *addr, int expect,
 					 volatile int *mutex, int priv)
 {

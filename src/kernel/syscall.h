@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
-#include "../arch/x86_64/syscall_arch.h"
+#include "arch/syscall_arch.h"
 
 #define sys_call0(n) __syscall0(n)
 #define sys_call1(n, a) __syscall1(n, (long)(a))

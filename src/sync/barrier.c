@@ -22,9 +22,9 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "../arch/x86_64/syscall_arch.h"
-#include "../kernel/futex.h"
-#include "../core/spin_policy.h"
+#include "arch/syscall_arch.h"
+#include "kernel/futex.h"
+#include "core/spin_policy.h"
 #include "barrier.h"
 
 #define BAR_DESTROYER 1u

@@ -32,11 +32,12 @@
    lost one).  Their wake-ups are not PI-aware (docs/sync.md). */
 #include <errno.h>
 #include <limits.h>
-#include "../core/cancel.h"
-#include "../core/rt_hint.h"
+#include <sched.h>
+#include "core/cancel.h"
+#include "core/rt_hint.h"
 #include "cond.h"
 #include "mutex_kinds.h"
-#include "../core/thread.h"
+#include "core/thread.h"
 
 /* A waiter node's state, its futex word: the low bits below, and, for
    a requeue-PI waiter, a ticket above them (see pi_ticket). */

@@ -19,7 +19,7 @@
 
 #include <pthread.h>
 #include <time.h>
-#include "../core/lock.h"
+#include "core/lock.h"
 #include "mutex.h"
 
 /* Same bits as the condattr word. */

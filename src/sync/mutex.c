@@ -7,10 +7,10 @@
 #include "cond.h"
 #include "mutex.h"
 #include "mutex_kinds.h"
-#include "../core/spin_policy.h"
-#include "../core/stats.h"
-#include "../core/thread.h"
-#include "../core/rt_hint.h"
+#include "core/spin_policy.h"
+#include "core/stats.h"
+#include "core/thread.h"
+#include "core/rt_hint.h"
 
 /* Attempts to take a held lock by spinning before sleeping (musl's
    figure): a short critical section of a running holder is likely to

@@ -38,8 +38,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
-#include "../kernel/futex.h"
-#include "../host/glibc.h"
+#include "kernel/futex.h"
+#include "host/glibc.h"
 
 /* glibc's __kind bits. */
 #define MK_TYPE_MASK 3

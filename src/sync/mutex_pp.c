@@ -16,13 +16,13 @@
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
-#include "../core/rt_hint.h"
+#include "core/rt_hint.h"
 #include "mutex_kinds.h"
 #include "mutex_pp.h"
-#include "../core/lock.h"
-#include "../core/spin_policy.h"
-#include "../core/stats.h"
-#include "../kernel/sched.h"
+#include "core/lock.h"
+#include "core/spin_policy.h"
+#include "core/stats.h"
+#include "kernel/sched.h"
 
 /* Tries of a word held by a running owner before sleeping on it
    (mutex.c's figure and reasons: a short critical section is likely to

@@ -20,7 +20,7 @@
 #include <string.h>
 #include "mutex_kinds.h"
 #include "cond.h"
-#include "../core/stats.h"
+#include "core/stats.h"
 
 /* glibc's __owner values for a robust mutex whose owner died: taken
    but not yet made consistent, and given up on (pthreadP.h). */

@@ -24,7 +24,7 @@
 #include <limits.h>
 #include <pthread.h>
 
-#include "../kernel/futex.h"
+#include "kernel/futex.h"
 #include "once.h"
 
 #define ONCE_RUNNING 1u

@@ -73,12 +73,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../arch/x86_64/syscall_arch.h"
-#include "../core/stats.h"
-#include "../host/glibc.h"
-#include "../kernel/futex.h"
-#include "../core/rt_hint.h"
-#include "../core/spin_policy.h"
+#include "arch/syscall_arch.h"
+#include "core/stats.h"
+#include "host/glibc.h"
+#include "kernel/futex.h"
+#include "core/rt_hint.h"
+#include "core/spin_policy.h"
+#include "kernel/sched.h"
 #include "rwlock.h"
 
 #define RW_WRLOCKED 1u

@@ -23,8 +23,8 @@
 #include <errno.h>
 #include <semaphore.h>
 
-#include "../core/cancel.h"
-#include "../kernel/futex.h"
+#include "core/cancel.h"
+#include "kernel/futex.h"
 #include "sem.h"
 
 #define SEM_ONE_WAITER ((uint64_t)1 << 32)

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/lock.h"
+#include "core/lock.h"
 #include "sem.h"
 
 #define SHM_DIR "/dev/shm/"

@@ -20,9 +20,9 @@
    round, so a holder preempted on a busy machine gets to run. */
 #include <errno.h>
 
-#include "../arch/x86_64/syscall_arch.h"
-#include "../core/stats.h"
-#include "../kernel/syscall.h"
+#include "arch/syscall_arch.h"
+#include "core/stats.h"
+#include "kernel/syscall.h"
 #include "spin.h"
 
 #define SPIN_FREE 1

@@ -5,7 +5,8 @@
    points of glibc's kind: a cancellation that arrives after the system
    call has done its work still acts, and the work is lost (glibc bug
    12683: data read from a pipe, an accepted connection).  weft exports
-   the same functions over weft_syscall_cp, which keeps a completed
+   the same functions over the cancellable system call
+   (core/cancel_inline.h), which keeps a completed
    call's result, with glibc's exact interface (errno, special cases).
 
    Until weft has finished starting (or when it forwards everything to
@@ -17,9 +18,8 @@
 
 #include <errno.h>
 
-#include "../../core/cancel_inline.h"
-#include "../../kernel/syscall_cp.h"
-#include "../export.h"
+#include "core/cancel_inline.h"
+#include "abi/export.h"
 
 static inline int cp_serving(void)
 {

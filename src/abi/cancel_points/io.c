@@ -110,7 +110,7 @@ WEFT_EXPORT int creat(const char *path, mode_t mode)
 WEFT_ALIAS(creat64, creat);
 
 /* close releases the descriptor even when interrupted, so an EINTR
-   never turns into a cancellation here (weft_syscall_cp knows). */
+   never turns into a cancellation here (cancel_syscall knows). */
 WEFT_EXPORT int close(int fd)
 {
 	if (!cp_serving())

@@ -133,9 +133,12 @@ WEFT_EXPORT ssize_t vmsplice(int fd, const struct iovec *iov, size_t n,
 	return cp_ret(cp_sys4(SYS_vmsplice, fd, iov, n, flags));
 }
 
+/* From glibc 2.41 getrandom takes the vDSO's path (no system call, a
+   tenth of the time) and is a cancellation point through libc's window,
+   which weft follows (HOST_CANCEL_WINDOW): glibc's own serves it then. */
 WEFT_EXPORT ssize_t getrandom(void *buf, size_t n, unsigned int flags)
 {
-	if (!cp_serving())
+	if (!cp_serving() || host_layout.cancel_protocol == HOST_CANCEL_WINDOW)
 		return GLIBC_FN(getrandom)(buf, n, flags);
 	return cp_ret(cp_sys3(SYS_getrandom, buf, n, flags));
 }

@@ -1,0 +1,214 @@
+/* The probe thread (layout.h, second step): one real glibc thread, made
+   with glibc's own pthread_create on a stack weft maps, whose TCB shows
+   what the release table's row claims.  Every fact a thread shows is
+   checked; one that differs refuses the release (fail closed: weft then
+   forwards, naming the facts that differed in its one line).
+
+   It also switches glibc into multi-threaded mode the only complete
+   way (both copies of __libc_single_threaded, stdio locking, the
+   SIGSETXID handler, the main thread's multiple_threads flag: G1-G3,
+   H3); docs/glibc-host.md says what that costs a program that never
+   makes a thread.
+
+   The probe thread makes no call into the dynamic linker: what it needs
+   from it (glibc's cleanup-chain functions) is looked up before it
+   starts, since start-up may run under the loader's lock (a constructor
+   during dlopen), which the probe would wait for while start-up waits
+   for the probe.  Nor does it call strerror or strsignal, which take
+   gettext's lock (libc_state.c says why that matters). */
+#include <errno.h>
+#include <pthread.h>
+#include <resolv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "attr_layout.h"
+#include "layout.h"
+#include "real.h"
+
+#define L host_layout
+#define FIELD(tcb, off, type) (*(type *)((char *)(tcb) + (off)))
+#define PROBE_RESULT ((void *)0x5eedf00dcafeUL)
+#define LIBC_TLS_MAX 1024
+
+/* The probe thread's stack: glibc places the thread's static TLS (every
+   module's initial-exec and initial TLS blocks, some programs have
+   megabytes of it) and its descriptor on a user-supplied stack, so the
+   size follows the TLS size (a fixed size made programs with more than
+   ~250 KiB of __thread data fall back to forwarding: tests/t_bigtls.c).
+   Mapped once, kept: glibc may look at the descriptor until the join,
+   and the checks read it after. */
+#define PROBE_STACK_ROOM (256 * 1024)
+
+static struct {
+	char *stack;
+	size_t stack_size;
+	char *tcb;
+	char mismatch[120]; /* the facts that differed, comma-separated */
+	/* glibc's cleanup-chain entry points (looked up before the probe) */
+	void (*reg)(void *);
+	void (*unreg)(void *);
+	void (*push)(void *, void (*)(void *), void *);
+	void (*pop)(void *, int);
+} P;
+
+/* Records a fact that differs from the row (once each; no stdio: it runs
+   in the probe thread). */
+static void differs(const char *fact)
+{
+	size_t n = strlen(P.mismatch), k = strlen(fact);
+
+	if (strstr(P.mismatch, fact))
+		return;
+	if (n && n + 2 < sizeof P.mismatch) {
+		memcpy(P.mismatch + n, ", ", 2);
+		n += 2;
+	}
+	if (n + k < sizeof P.mismatch)
+		memcpy(P.mismatch + n, fact, k + 1);
+}
+
+/* malloc's per-thread words: the words of libc's TLS block that a
+   thread's first malloc/free changes must be among the row's, and hold
+   the TLS image's values before it (what weft restores when it takes
+   them from a thread that ends).  None may change: another allocator
+   (jemalloc preloaded) leaves libc's words alone.  This runs first in
+   the fresh probe thread, which has not called malloc yet. */
+static void check_malloc_words(char *self)
+{
+	uintptr_t before[LIBC_TLS_MAX / 8];
+	const uintptr_t *blk = (const uintptr_t *)(self + L.libc_tls);
+	size_t n = L.libc_tls_size / 8;
+	void *volatile p;
+
+	if (L.libc_tls_size > LIBC_TLS_MAX) {
+		differs("libc's TLS block size");
+		return;
+	}
+	memcpy(before, blk, n * 8);
+	p = malloc(40);
+	free(p);
+	for (size_t i = 0; i < n; i++) {
+		ptrdiff_t off = L.libc_tls + (ptrdiff_t)(i * 8);
+		int k;
+
+		if (before[i] == blk[i])
+			continue;
+		for (k = 0; k < L.state_words; k++)
+			if (L.state[k].off == off)
+				break;
+		if (k == L.state_words || before[i] != L.state[k].fresh) {
+			differs("malloc's thread words");
+			return;
+		}
+	}
+}
+
+/* glibc publishes no offset for the two cleanup chains (docs/cancel.md):
+   a buffer registered with glibc's own functions must be the word the
+   row names, and be gone from it once unregistered. */
+static void check_cleanup_chains(char *self)
+{
+	__pthread_unwind_buf_t ub;
+	struct _pthread_cleanup_buffer cb;
+	void *outer = FIELD(self, L.cleanup_jmp_buf, void *);
+
+	memset(&ub, 0, sizeof ub);
+	P.reg(&ub);
+	if (FIELD(self, L.cleanup_jmp_buf, void *) != &ub)
+		differs("cleanup_jmp_buf");
+	P.unreg(&ub);
+	if (FIELD(self, L.cleanup_jmp_buf, void *) != outer)
+		differs("cleanup_jmp_buf");
+	outer = FIELD(self, L.cleanup, void *);
+	P.push(&cb, NULL, NULL);
+	if (FIELD(self, L.cleanup, void *) != &cb)
+		differs("cleanup");
+	P.pop(&cb, 0);
+	if (FIELD(self, L.cleanup, void *) != outer)
+		differs("cleanup");
+}
+
+static int marker_value(char *self)
+{
+	return L.user_stack.width == 1 ? FIELD(self, L.user_stack.off, unsigned char)
+				       : FIELD(self, L.user_stack.off, int);
+}
+
+static void *probe_main(void *arg)
+{
+	char *self = arch_thread_pointer();
+	void *head = NULL;
+	size_t len;
+
+	(void)arg;
+	check_malloc_words(self);
+	check_cleanup_chains(self);
+	P.tcb = self;
+	if (FIELD(self, L.tid, int) != sys_gettid())
+		differs("tid");
+	if ((char *)__res_state() != self + L.res)
+		differs("res");
+	if (sys_get_robust_list(0, &head, &len) != 0 ||
+	    (char *)head != self + L.robust_head)
+		differs("robust_head");
+	if (FIELD(self, L.stackblock, char *) != P.stack ||
+	    FIELD(self, L.stackblock_size, size_t) != P.stack_size)
+		differs("stackblock");
+	/* This thread runs on a user-supplied stack, and is joinable. */
+	if (marker_value(self) != L.user_stack.value)
+		differs("the user-stack marker");
+	if (L.join.kind == HOST_JOIN_STATE
+		    ? FIELD(self, L.join.off, unsigned int) != L.join.joinable
+		    : FIELD(self, L.join.off, void *) != NULL)
+		differs("the join state");
+	return PROBE_RESULT;
+}
+
+static char why_buf[256];
+
+const char *host_layout_probe(void)
+{
+	pthread_attr_t a;
+	pthread_t th;
+	void *res = NULL;
+	struct glibc_attr *ga = gattr(&a);
+	int r;
+
+	P.reg = host_next_sym("__pthread_register_cancel", "GLIBC_2.34");
+	P.unreg = host_next_sym("__pthread_unregister_cancel", "GLIBC_2.34");
+	P.push = host_next_sym("_pthread_cleanup_push", "GLIBC_2.34");
+	P.pop = host_next_sym("_pthread_cleanup_pop", "GLIBC_2.34");
+	if (!P.reg || !P.unreg || !P.push || !P.pop)
+		return "glibc's cleanup functions were not found";
+	P.stack_size = PROBE_STACK_ROOM +
+		       ((L.tls_size + L.tcb_size + 4095) & ~(size_t)4095);
+	P.stack = sys_mmap(NULL, P.stack_size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (sys_mmap_failed(P.stack))
+		return "the probe glibc thread failed (mapping its stack)";
+	memset(&a, 0, sizeof a);
+	ga->guardsize = 0;
+	ga->stackaddr = P.stack + P.stack_size;
+	ga->stacksize = P.stack_size;
+	ga->flags = GATTR_STACKADDR;
+	r = host_real.pthread_create(&th, &a, probe_main, NULL);
+	if (r != 0) {
+		snprintf(why_buf, sizeof why_buf,
+			 "the probe glibc thread failed (pthread_create: error %d)", r);
+		return why_buf;
+	}
+	if (host_real.pthread_join(th, &res) != 0 || res != PROBE_RESULT)
+		return "the probe glibc thread failed (its result)";
+	if (FIELD(P.tcb, L.result, void *) != PROBE_RESULT)
+		differs("result");
+	if (P.mismatch[0]) {
+		snprintf(why_buf, sizeof why_buf,
+			 "glibc's thread descriptor did not match the probe (%s, "
+			 "release %s)", P.mismatch, L.release);
+		return why_buf;
+	}
+	return NULL;
+}

@@ -1,0 +1,70 @@
+/* glibc's own functions (real.h). */
+#include <dlfcn.h>
+
+#include "real.h"
+
+struct host_real host_real;
+
+/* The next definition of `name` after libweft in the lookup order: libc's
+   default version, or a tool's interceptor loaded between us and libc
+   (ThreadSanitizer's, for example), which must see the calls weft
+   forwards.  A versioned lookup would skip such an unversioned
+   interceptor, so `version` is only the fallback. */
+void *host_next_sym(const char *name, const char *version)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	return p ? p : version ? dlvsym(RTLD_NEXT, name, version) : NULL;
+}
+
+int host_real_resolve(void)
+{
+	struct host_real *r = &host_real;
+
+#define REAL(field, ver) r->field = host_next_sym(#field, ver)
+	REAL(pthread_create, "GLIBC_2.34");
+	REAL(pthread_join, "GLIBC_2.34");
+	REAL(pthread_tryjoin_np, "GLIBC_2.34");
+	REAL(pthread_timedjoin_np, "GLIBC_2.34");
+	REAL(pthread_clockjoin_np, "GLIBC_2.34");
+	REAL(pthread_detach, "GLIBC_2.34");
+	REAL(pthread_self, "GLIBC_2.2.5");
+	REAL(pthread_exit, "GLIBC_2.2.5");
+	REAL(pthread_getattr_np, "GLIBC_2.32");
+	REAL(pthread_kill, "GLIBC_2.34");
+	REAL(pthread_sigqueue, "GLIBC_2.34");
+	REAL(pthread_setschedparam, "GLIBC_2.2.5");
+	REAL(pthread_getschedparam, "GLIBC_2.2.5");
+	REAL(pthread_setschedprio, "GLIBC_2.3.4");
+	REAL(pthread_setaffinity_np, "GLIBC_2.34");
+	REAL(pthread_getaffinity_np, "GLIBC_2.32");
+	REAL(pthread_setname_np, "GLIBC_2.34");
+	REAL(pthread_getname_np, "GLIBC_2.34");
+	REAL(pthread_getcpuclockid, "GLIBC_2.34");
+	REAL(pthread_gettid_np, "GLIBC_2.42");
+	REAL(confstr, "GLIBC_2.2.5");
+	REAL(pthread_key_create, "GLIBC_2.34");
+	REAL(pthread_key_delete, "GLIBC_2.34");
+	REAL(pthread_getspecific, "GLIBC_2.34");
+	REAL(pthread_setspecific, "GLIBC_2.34");
+	REAL(thrd_create, "GLIBC_2.34");
+#undef REAL
+	r->register_atfork = dlvsym(RTLD_DEFAULT, "__register_atfork", "GLIBC_2.3.2");
+	r->cxa_thread_atexit_impl =
+		dlvsym(RTLD_DEFAULT, "__cxa_thread_atexit_impl", "GLIBC_2.18");
+	return r->pthread_create && r->pthread_join && r->pthread_exit &&
+	       r->pthread_self && r->register_atfork && r->cxa_thread_atexit_impl;
+}
+
+extern void *__dso_handle;
+
+int host_register_atfork(void (*prepare)(void), void (*parent)(void),
+			 void (*child)(void))
+{
+	return host_real.register_atfork(prepare, parent, child, &__dso_handle);
+}
+
+int host_at_thread_exit(void (*fn)(void *), void *arg)
+{
+	return host_real.cxa_thread_atexit_impl(fn, arg, &__dso_handle);
+}
