@@ -24,15 +24,22 @@ static int wait_op(int base, clockid_t clock, const struct timespec *abstime,
 }
 
 
-long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
-			 const struct timespec *abstime, int priv)
+long futex_wait_bits_until_cp(volatile int *addr, int expect, unsigned bits,
+			      clockid_t clock, const struct timespec *abstime,
+			      int priv)
 {
 	int op = wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
 
 	if (op < 0)
 		return op;
-	return sys_cp6(SYS_futex, addr, op, expect, abstime, NULL,
-		       FUTEX_BITSET_MATCH_ANY);
+	return sys_cp6(SYS_futex, addr, op, expect, abstime, NULL, bits);
+}
+
+long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
+			 const struct timespec *abstime, int priv)
+{
+	return futex_wait_bits_until_cp(addr, expect, FUTEX_BITSET_MATCH_ANY,
+					clock, abstime, priv);
 }
 
 long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,

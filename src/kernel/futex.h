@@ -49,6 +49,11 @@ long futex_wait_bits_until(volatile int *addr, int expect, unsigned bits,
 			   clockid_t clock, const struct timespec *abstime,
 			   int priv);
 
+/* The same as a cancellation point (see futex_wait_until_cp). */
+long futex_wait_bits_until_cp(volatile int *addr, int expect, unsigned bits,
+			      clockid_t clock, const struct timespec *abstime,
+			      int priv);
+
 static inline long futex_wake_bits(volatile int *addr, int n, unsigned bits,
 				   int priv)
 {
