@@ -298,12 +298,12 @@ static int hand_off(struct wmutex *w, int v)
    parent's threads: dropped. */
 static struct cnode *take_deferred(struct wmutex *w)
 {
-	struct cnode *head = w->list[0];
+	struct cnode *head = w->defer_head;
 
 	if (!head)
 		return NULL;
-	w->list[0] = NULL;
-	return (pid_t)(uintptr_t)w->list[1] == weft_self_pid() ? head : NULL;
+	w->defer_head = NULL;
+	return w->defer_pid == weft_self_pid() ? head : NULL;
 }
 
 static void release_private(struct wmutex *w)
@@ -341,15 +341,15 @@ static void release(struct wmutex *w)
 struct cnode *mutex_deferred(struct wmutex *w)
 {
 	if (!(__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & LW_DEFERRED) ||
-	    (pid_t)(uintptr_t)w->list[1] != weft_self_pid())
+	    w->defer_pid != weft_self_pid())
 		return NULL;
-	return w->list[0];
+	return w->defer_head;
 }
 
 void mutex_set_deferred(struct wmutex *w, struct cnode *head)
 {
-	w->list[0] = head;
-	w->list[1] = (void *)(uintptr_t)weft_self_pid();
+	w->defer_head = head;
+	w->defer_pid = weft_self_pid();
 	__atomic_fetch_or(&w->lock, LW_DEFERRED, __ATOMIC_RELEASE);
 }
 
