@@ -10,7 +10,10 @@
     24  seq      process-shared condvars: the sequence futex word
     28  shared_waiters  process-shared: "someone may sleep on seq"
     32  pid      private condvars: the process whose threads are listed
-    36  unused */
+    36  herd     private condvars: set by a broadcast that found several
+                 waiters; later waiters sleep as a herd (cond.c, "Herd
+                 release")
+    40  unused */
 #ifndef WEFT_SYNC_COND_H
 #define WEFT_SYNC_COND_H
 
@@ -32,7 +35,8 @@ struct wcond {
 	unsigned seq;
 	int shared_waiters;
 	int pid;
-	char unused[12];
+	int herd;
+	char unused[8];
 };
 _Static_assert(sizeof(struct wcond) == sizeof(pthread_cond_t),
 	       "glibc's condvar is 48 bytes");
