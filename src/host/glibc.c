@@ -829,6 +829,11 @@ struct host_robust_head *host_robust_head(void)
 	return (struct host_robust_head *)(tp() + L.robust_head);
 }
 
+const volatile uint32_t *host_rseq_cpu(char *tcb)
+{
+	return __rseq_size > 0 ? &FIELD(tcb, __rseq_offset + 4, uint32_t) : NULL;
+}
+
 void host_thread_begin(char *tcb)
 {
 	/* P7: sched_getcpu and rseq users read the area at __rseq_offset. */

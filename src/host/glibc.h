@@ -107,6 +107,9 @@ struct host_robust_head *host_robust_head(void);
 
 /* In the new thread, before any user code. */
 void host_thread_begin(char *tcb);
+/* The rseq cpu_id word of the thread of `tcb` (kept by the kernel once
+   the thread registered its area), or NULL when glibc has no rseq area. */
+const volatile uint32_t *host_rseq_cpu(char *tcb);
 /* Runs fn(arg) above a bottom unwind buffer, so that pthread_exit and
    cancellation (weft's unwinder or glibc's) unwind back here.  Returns fn's value,
    or the thread's exit value when it was unwound. */
