@@ -35,6 +35,7 @@
 #include <sched.h>
 #include "../core/cancel.h"
 #include "../core/rt_hint.h"
+#include "../core/runstate.h"
 #include "cond.h"
 #include "mutex_kinds.h"
 #include "../core/thread.h"
@@ -637,6 +638,7 @@ static int node_sleep(struct wait_ctx *x, int clock,
 			claimed_wait(n, st);
 			continue;
 		}
+		runstate_blocked(1);
 		if (n->herd_bit)
 			k = futex_wait_bits_until_cp(herd_seq, s, n->herd_bit,
 						     clock, abstime,
@@ -644,6 +646,7 @@ static int node_sleep(struct wait_ctx *x, int clock,
 		else
 			k = futex_wait_until_cp(&n->state, CN_WAITING, clock,
 						abstime, WEFT_FUTEX_PRIVATE);
+		runstate_blocked(0);
 		if (k == -ETIMEDOUT && try_leave(n)) {
 			unlink_self(x->c, n);
 			return ETIMEDOUT;
@@ -673,6 +676,7 @@ static void private_unwound(struct wait_ctx *x)
 
 	if (!x->armed)
 		return;
+	runstate_blocked(0); /* unwound out of node_sleep's futex call */
 	if (try_leave(n)) {
 		unlink_self(x->c, n);
 		reacquire(x);

@@ -7,17 +7,20 @@
 #include "cond.h"
 #include "mutex.h"
 #include "mutex_kinds.h"
+#include "../core/runstate.h"
 #include "../core/spin_policy.h"
 #include "../core/stats.h"
 #include "../core/thread.h"
 #include "../core/rt_hint.h"
 
-/* Attempts to take a held lock by spinning before sleeping (musl's
-   figure): a short critical section of a running holder is likely to
-   end within the spin, and a sleep plus wake-up costs two system calls
-   and a context switch.  Only when the holder can be running at the same
-   time (../core/spin_policy.h). */
-#define SPIN_TRIES 100
+/* How long a waiter spins at most before it sleeps.  A short critical
+   section of a running holder is likely to end within it, and a sleep
+   plus a wake-up costs two system calls and a context switch (3-10 us
+   on the 2-CPU VM of bench/RESULTS.md); spinning longer than that only
+   burns a CPU.  Counted in time, not in pauses: a pause takes 10 to 140
+   cycles on x86 CPUs, and 75 ns on that VM's AMD EPYC (where the 100
+   pauses weft spun before were 7.5 us, longer than a sleep). */
+#define SPIN_NS 2000
 
 /* A private-mutex waiter that has waited this long asks for a direct
    hand-off (the fairness rule). */
@@ -163,8 +166,10 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 			break;
 	}
 	for (;;) {
+		runstate_blocked(1);
 		long r = futex_wait_until(&w->handoff, tag, clock, abstime,
 					  WEFT_FUTEX_PRIVATE);
+		runstate_blocked(0);
 		int h = __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE);
 
 		if (r == -ETIMEDOUT || r == -EINVAL) {
@@ -183,6 +188,36 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 	}
 }
 
+/* Spins while that can pay: nobody sleeps on the mutex (a newcomer must
+   not jump their queue), its holder may be running (core/runstate.h:
+   not asleep in a weft wait, not waiting for our own CPU), and for at
+   most SPIN_NS.  The holder is looked at again every few pauses: the
+   mutex may change hands, and the holder go to sleep.  1 when it took
+   the word. */
+static int spin(struct wmutex *w)
+{
+	long end = 0;
+
+	for (unsigned i = 0;; i++) {
+		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+		if (v == 0 && cas(&w->lock, 0, LW_HELD))
+			return 1;
+		if (has_sleepers(w))
+			return 0;
+		if (i % 4 == 0) {
+			long now = now_ns();
+			if (!runstate_may_run(__atomic_load_n(&w->owner,
+							      __ATOMIC_RELAXED)))
+				return 0;
+			if (!end)
+				end = now + SPIN_NS;
+			else if (now >= end)
+				return 0;
+		}
+		arch_spin_pause();
+	}
+}
+
 /* The lock word was taken when we looked: spin briefly, then sleep.
    0 or ETIMEDOUT / EINVAL.  `contended`: others may sleep on the word
    (a process-shared condvar waiter), so no spinning. */
@@ -194,13 +229,8 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 	long start = 0;
 
 	if (!contended) {
-		int tries = spin_worthwhile() ? SPIN_TRIES : 0;
-		for (int i = 0; i < tries && !has_sleepers(w); i++) {
-			int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
-			if (v == 0 && cas(&w->lock, 0, LW_HELD))
-				return 0;
-			arch_spin_pause();
-		}
+		if (spin_worthwhile() && spin(w))
+			return 0;
 	}
 	for (;;) {
 		int sleep_on;
@@ -222,8 +252,10 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 			rt = self_realtime();
 		}
 		sleepers_add(w, 1, rt);
+		runstate_blocked(1);
 		long r = futex_wait_until(&w->lock, sleep_on, clock, abstime,
 					  priv);
+		runstate_blocked(0);
 		sleepers_add(w, -1, rt);
 		if (r == -ETIMEDOUT || r == -EINVAL)
 			return (int)-r;
