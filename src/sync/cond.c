@@ -718,15 +718,17 @@ static int pi_wait(struct wait_ctx *x, int clock,
 	return k ? k : how == PI_TIMEDOUT ? ETIMEDOUT : 0;
 }
 
-/* The waiter's bit if it joins a herd ("Herd release"), else 0.  Bits
-   by thread id: up to 32 waiters have one each, and a signal wakes only
-   those sharing its waiter's. */
-static unsigned herd_bit(const struct wcond *c, const struct wmutex *m,
+/* The waiter's bit if it joins a herd ("Herd release"), else 0.  Under
+   the internal lock.  Bits in turn: any 32 waiters that joined one after
+   the other have a bit each, so that a signal wakes only its own waiter
+   (with more waiters, those sharing its bit wake too, and sleep
+   again). */
+static unsigned herd_bit(struct wcond *c, const struct wmutex *m,
 			 int pi_flag)
 {
 	if (!c->herd || pi_flag >= 0 || !mutex_can_defer(m))
 		return 0;
-	return 1u << (host_self_tid() & 31);
+	return 1u << (c->herd_next++ & 31);
 }
 
 static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,

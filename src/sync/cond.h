@@ -13,7 +13,8 @@
     36  herd     private condvars: set by a broadcast that found several
                  waiters; later waiters sleep as a herd (cond.c, "Herd
                  release")
-    40  unused */
+    40  herd_next  the next herd waiter's bit number (mod 32)
+    44  unused */
 #ifndef WEFT_SYNC_COND_H
 #define WEFT_SYNC_COND_H
 
@@ -36,7 +37,8 @@ struct wcond {
 	int shared_waiters;
 	int pid;
 	int herd;
-	char unused[8];
+	unsigned herd_next;
+	char unused[4];
 };
 _Static_assert(sizeof(struct wcond) == sizeof(pthread_cond_t),
 	       "glibc's condvar is 48 bytes");
