@@ -134,6 +134,60 @@ static int take_or_mark(struct wmutex *w, int *sleep_on)
 	return 0;
 }
 
+/* Pause `i` of a spin: whether to go on.  Every few pauses the holder
+   is looked at again (the mutex may change hands, its holder go to
+   sleep): a spin goes on only while the holder may be running
+   (core/runstate.h: not asleep in a weft wait, not waiting for our own
+   CPU), and for at most SPIN_NS (*end: 0 at the first pause). */
+static int keep_spinning(struct wmutex *w, unsigned i, long *end)
+{
+	long now;
+
+	if (i % 4 != 0)
+		return 1;
+	if (!runstate_may_run(__atomic_load_n(&w->owner, __ATOMIC_RELAXED)))
+		return 0;
+	now = now_ns();
+	if (!*end)
+		*end = now + SPIN_NS;
+	return now < *end;
+}
+
+/* Spins while that can pay (keep_spinning) and nobody sleeps on the
+   mutex (a newcomer must not jump their queue).  1 when it took the
+   word. */
+static int spin(struct wmutex *w)
+{
+	long end = 0;
+
+	for (unsigned i = 0;; i++) {
+		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+		if (v == 0 && cas(&w->lock, 0, LW_HELD))
+			return 1;
+		if (has_sleepers(w) || !keep_spinning(w, i, &end))
+			return 0;
+		arch_spin_pause();
+	}
+}
+
+/* A registered starving waiter waits for the hand-off running while
+   the holder runs (keep_spinning): its release is near then, and a
+   hand-off to a thread that must first be woken and scheduled keeps the
+   mutex held, and idle, until that thread runs, while others could
+   have taken it. */
+static void await_handoff_running(struct wmutex *w, int tag)
+{
+	long end = 0;
+
+	if (!spin_worthwhile())
+		return;
+	for (unsigned i = 0;
+	     __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) == tag &&
+	     keep_spinning(w, i, &end);
+	     i++)
+		arch_spin_pause();
+}
+
 /* The starving waiter (private mutexes): registers its negated tid in
    w->handoff, then sets LW_HANDOFF in the held word, so that the
    holder's release hands the mutex over instead of freeing it; sleeps
@@ -166,6 +220,7 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 			break;
 	}
 	for (;;) {
+		await_handoff_running(w, tag);
 		runstate_blocked(1);
 		long r = futex_wait_until(&w->handoff, tag, clock, abstime,
 					  WEFT_FUTEX_PRIVATE);
@@ -185,36 +240,6 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 		}
 		if (h != tag)
 			return 0; /* granted (also while timing out) */
-	}
-}
-
-/* Spins while that can pay: nobody sleeps on the mutex (a newcomer must
-   not jump their queue), its holder may be running (core/runstate.h:
-   not asleep in a weft wait, not waiting for our own CPU), and for at
-   most SPIN_NS.  The holder is looked at again every few pauses: the
-   mutex may change hands, and the holder go to sleep.  1 when it took
-   the word. */
-static int spin(struct wmutex *w)
-{
-	long end = 0;
-
-	for (unsigned i = 0;; i++) {
-		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
-		if (v == 0 && cas(&w->lock, 0, LW_HELD))
-			return 1;
-		if (has_sleepers(w))
-			return 0;
-		if (i % 4 == 0) {
-			long now = now_ns();
-			if (!runstate_may_run(__atomic_load_n(&w->owner,
-							      __ATOMIC_RELAXED)))
-				return 0;
-			if (!end)
-				end = now + SPIN_NS;
-			else if (now >= end)
-				return 0;
-		}
-		arch_spin_pause();
 	}
 }
 
