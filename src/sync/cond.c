@@ -9,11 +9,11 @@
    waiter's mutex, the picked waiters are hung in the mutex and woken by
    whoever releases it next (FreeBSD libthr's deferred wake-up, kept in
    the mutex rather than the thread; no system call until then).  A
-   broadcast's waiters form a chain: only the first is woken; it takes
-   the rest over and wakes the next when it releases the mutex in turn,
-   so one waiter at a time runs and none wakes just to block on the
-   mutex (the wait morphing that requeueing gives, without the
-   broadcaster making a system call per waiter).
+   broadcast's waiters are released once the mutex is free: as a herd
+   (all at once, one FUTEX_WAKE for all, see "Herd release") when the
+   condvar's waiters sleep as one, else as a chain (only the first is
+   woken; it takes the rest over and wakes the next when it releases
+   the mutex in turn).
 
    A wait on a priority-inheritance mutex is PI-aware: the waiter sleeps
    with FUTEX_WAIT_REQUEUE_PI on its node's word, and signal/broadcast
