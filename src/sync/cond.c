@@ -58,12 +58,16 @@ enum {
 #define CN_STATE 7
 #define CN_TICKET_ONE 8
 
+/* What a broadcast reads and writes of each node (links, state, kind,
+   bnext, the herd bit) lies in its first 64 bytes, and the node is
+   aligned to them: one cache line per waiter to fetch. */
 struct cnode {
 	struct cnode *prev, *next; /* list links, under the internal lock */
 	/* While CLAIMED: the next picked waiter of the same chain (NULL:
-	   the last), and, in a chain's first node, the chain's last node.
-	   A released waiter takes the rest of its chain over from them. */
-	struct cnode *bnext, *btail;
+	   the last), and, in a chain's first node, the chain's last node
+	   (btail, below).  A released waiter takes the rest of its chain
+	   over from them. */
+	struct cnode *bnext;
 	struct wmutex *mutex;
 	char *tcb;		   /* the waiter's thread, see cond_signal */
 	int state;
@@ -72,7 +76,10 @@ struct cnode {
 	int pi_flag;		   /* requeue-PI waiter: the futex flag; else -1 */
 	unsigned herd_bit;	   /* herd waiter: its bit on the mutex's
 				      herd_seq ("Herd release"); else 0 */
+	struct cnode *btail;
 };
+_Static_assert(__builtin_offsetof(struct cnode, herd_bit) + sizeof(unsigned) <= 64,
+	       "a broadcast touches one cache line per node");
 
 /* What a signaller needs to requeue a claimed PI waiter, copied from
    its node before the claim: once claimed, the waiter may return and
@@ -89,7 +96,7 @@ struct requeue {
 struct wait_ctx {
 	struct wcond *c;
 	struct wmutex *m;
-	struct cnode node;
+	struct cnode node __attribute__((aligned(64)));
 	unsigned depth;
 	int armed; /* mutex released, wait in progress */
 };
@@ -315,6 +322,7 @@ void cond_release_chain(struct cnode *head)
 
 	for (n = head; n; n = next) {
 		next = n->bnext;
+		__builtin_prefetch(next, 1);
 		if (n->herd_bit) {
 			n->bnext = NULL;
 			bits |= release_node(n); /* n may be gone */
@@ -874,6 +882,9 @@ static struct cnode *claim_all(struct wcond *c, struct requeue *rq, int max,
 	*more = 0;
 	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
+		/* Each node is on another stack: fetch the next one while
+		   this one is claimed. */
+		__builtin_prefetch(next, 1);
 		if (n->pi_flag >= 0 && defer_pi(n, &self_prio)) {
 			if (claim(n, CN_BROADCAST, CN_DEFERRED, NULL)) {
 				list_unlink(c, prev, next);
