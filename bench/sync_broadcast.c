@@ -31,8 +31,13 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER, all_in = PTHREAD_COND_INITIALIZER;
-static long round_no, rounds = 20000;
-static int ready, nwaiters = 10, stop;
+/* round_no and stop are read in loops around waits that the compiler
+   can see through (the raw floors' futex calls): volatile, so that each
+   test reads memory again.  They change under the mutex. */
+static volatile long round_no;
+static long rounds = 20000;
+static int ready, nwaiters = 10;
+static volatile int stop;
 static long wakeups; /* waiter returns that saw a new round, checked at the end */
 
 /* ------------------------------------------------ the floors' raw words */

@@ -14,8 +14,9 @@ repetition, so drift of a shared machine hits all columns alike.
   musl   the same source linked statically with musl-gcc (if installed)
   floor  the same cycle with raw system calls, no thread library (some
          experiments): the cost no library can beat
-  floor2 a second raw protocol for the same row (latency: the condvar
-         rows' plain-wake reference), where one floor does not say it all
+  floor2 a second raw design of the same cycle, where one floor does not
+         say it all (broadcast: the herd is floor, wait morphing floor2;
+         latency: the condvar rows' plain-wake reference)
 
 Writes into one folder (named at the end): runs.csv and results.json (every
 run; medians, min-max, ratios), SVG plots (gnuplot) and report.md.  The
@@ -50,6 +51,8 @@ COLUMN_LIB = {"glibc": "libc.so.6", "weft": "libweft.so", "base": "libweft.so",
 COLUMN_TITLE = {"glibc": "glibc NPTL", "weft": "weft", "base": "weft base (--base-lib)",
                 "musl": "musl (static)", "floor": "floor (no library)",
                 "floor2": "floor 2 (no library)"}
+# The floor columns, each with the ratio "weft vs <floor>" in the tables.
+FLOOR_COLS = ("floor", "floor2")
 # Columns in report order.
 ALL_COLS = tuple(COLUMN_TITLE)
 
@@ -72,7 +75,7 @@ SIZES = {
     "pingpong_hits": (10000, 100),
     "pingpong_hits_pinned": (2000, 50),
     "wakeup_n": (200000, 1000),
-    "broadcast_w": ("10,100", "10"),
+    "broadcast_w": ("1,2,10,100,1000", "10"),
     "broadcast_r": (20000, 200),        # rounds with 10 waiters (scaled by 10/w)
     "contention_K": ("1,2,4,8,16,32", "1,32"),
     "contention_e": (2000000, 20000),
@@ -138,7 +141,7 @@ class Config:
         self.pin = pin                # "unpinned", "cpu0", "cpu0+1"
         self.x = x                    # numeric x for line plots
         self.floor = floor            # (prog, args) of the floor column
-        self.floor2 = floor2          # (prog, args) of the second floor column
+        self.floor2 = floor2          # (prog, args) of a second floor
         self.col_args = col_args or {}  # column -> args replacing self.args
         self.params = params or {}
         self.work = work              # amount of work (e.g. cycles), for estimates
@@ -160,9 +163,9 @@ class Config:
         cpus = self.taskset()
         if cpus:
             cmd += ["taskset", "-c", cpus]
-        if col in ("floor", "floor2"):
-            prog, args = self.floor if col == "floor" else self.floor2
-            return cmd + [os.path.join(opt.bindir, prog)] + [str(a) for a in args]
+        if col in FLOOR_COLS:
+            f = self.floor if col == "floor" else self.floor2
+            return cmd + [os.path.join(opt.bindir, f[0])] + [str(a) for a in f[1]]
         prog = os.path.join(opt.bindir, self.prog + (".musl" if col == "musl" else ""))
         return cmd + [prog] + [str(a) for a in self.col_args.get(col, self.args)]
 
@@ -278,12 +281,13 @@ def build_plan(opt, S):
             r = max(1, S["broadcast_r"] * 10 // w)
             for locked in (False, True):
                 args = (["-k"] if locked else []) + ["-w", w, "-r", r]
-                # floor: raw futex words; a herd after the unlock, wait
-                # morphing (requeue onto the mutex word) under the lock
+                # the floors: raw futex words, the two designs a
+                # broadcast can have: a herd (wake all at once) and wait
+                # morphing (wake one, requeue the rest onto the mutex)
                 add(Config("broadcast", f"{'locked' if locked else 'plain'}-w{w}", "sync_broadcast",
                            args, "rounds_per_s", True, pin, work=r * w,
-                           floor=("sync_broadcast",
-                                  ["-m", "requeue" if locked else "herd"] + args)))
+                           floor=("sync_broadcast", ["-m", "herd"] + args),
+                           floor2=("sync_broadcast", ["-m", "requeue"] + args)))
         for m in ("getspecific", "setspecific", "testcancel", "read", "write",
                   "syscall_write"):
             add(Config("tsd", m, "tsd_cancel", ["-n", S["tsd_n"]], f"{m}_ns", False, pin,
@@ -453,7 +457,7 @@ class Summary:
         for c in plan:
             for col in c.cols:
                 self.cells[(c.key(), col)] = B.Cell(by.get((c.key(), col), []), c.higher)
-            for ref in ("glibc", "base"):
+            for ref in ("glibc", "base") + FLOOR_COLS:
                 g = {r["rep"]: r for r in by.get((c.key(), ref), []) if r["status"] == "ok"}
                 for col in c.cols:
                     if col == ref:
@@ -971,6 +975,8 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
         hdr += [f"{c} vs glibc" for c in ratio_cols]
         if "base" in cols and "weft" in cols:
             hdr.append("weft vs base")
+        floors = [f for f in FLOOR_COLS if f in cols and "weft" in cols]
+        hdr += ["weft vs " + COLUMN_TITLE[f].split(" (")[0] for f in floors]
         if name == "uncontended":
             hdr.append("instructions (single-step): glibc; weft")
         if name == "memory":
@@ -984,6 +990,8 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
             row += [summ.speedup_text(c, col) if col in c.cols else "—" for col in ratio_cols]
             if "base" in cols and "weft" in cols:
                 row.append(summ.speedup_text(c, "weft", ref="base"))
+            row += [summ.speedup_text(c, "weft", ref=f) if f in c.cols else "—"
+                    for f in floors]
 
             def em(col, k):
                 cell = summ.cell(c, col)
@@ -1079,7 +1087,8 @@ def write_json(opt, plan, runs, summ, facts, started, elapsed, interrupted):
     }
     for c in plan:
         d = {"experiment": c.exp, "variant": c.variant, "pin": c.pin, "metric": c.metric,
-             "higher_is_better": c.higher, "params": c.params, "columns": {}, "vs_glibc": {}}
+             "higher_is_better": c.higher, "params": c.params, "columns": {}, "vs_glibc": {},
+             "weft_vs_floor": {}}
         for col in c.cols:
             d["columns"][col] = summ.cell(c, col).as_dict()
             if col != "glibc":
@@ -1087,6 +1096,11 @@ def write_json(opt, plan, runs, summ, facts, started, elapsed, interrupted):
                 d["vs_glibc"][col] = {"ratio_of_medians": summ.speedup(c, col),
                                       "paired_min": min(p) if p else None,
                                       "paired_max": max(p) if p else None}
+            if col in FLOOR_COLS and "weft" in c.cols:
+                p = summ.pairs.get((c.key(), "weft", col)) or []
+                d["weft_vs_floor"][col] = {"ratio_of_medians": summ.speedup(c, "weft", col),
+                                           "paired_min": min(p) if p else None,
+                                           "paired_max": max(p) if p else None}
         data["configs"].append(d)
     for r in runs:
         c = r["config"]
@@ -1140,7 +1154,7 @@ def main(argv=None):
                     "in a column of its own, paired with weft in every repetition")
     ap.add_argument("--no-musl", dest="musl", action="store_false",
                     help="leave out the musl column (default: used when musl-gcc exists)")
-    ap.add_argument("--no-floor", action="store_true", help="leave out the floor column")
+    ap.add_argument("--no-floor", action="store_true", help="leave out the floor columns")
     ap.add_argument("--fake-weft", action="store_true",
                     help="A/A test of the method: the weft column runs glibc (no preload)")
     ap.add_argument("--bindir", help="use the programs in this folder as they are (no build)")

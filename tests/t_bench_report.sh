@@ -131,6 +131,8 @@ EOF
 		fail "report.md: no summary row for the life cycle: $(grep -m2 'Thread life cycle' "$md")"
 	grep -q '^| joinable | cpu0 | [0-9.k]* ([0-9.k]*–[0-9.k]*) | [0-9.k]* (' "$md" ||
 		fail "report.md: no joinable cpu0 row with numbers: $(grep -m1 '^| joinable | cpu0' "$md")"
+	grep -q '^| variant | CPUs | glibc NPTL | weft | .*floor (no library) | weft vs glibc | .*weft vs floor |$' "$md" ||
+		fail "report.md: the life-cycle table has no weft vs floor ratio: $(grep -m1 '^| variant' "$md")"
 	grep -q '!\[.*\](creation_unpinned.svg)' "$md" || fail "report.md does not show the creation plot"
 	grep -q 'full run (estimate) | about ' "$md" || fail "report.md gives no estimate of a full run"
 else
@@ -239,9 +241,9 @@ if "950000 again after it" not in facts.get("RT throttling (sched_rt_runtime_us)
 sys.exit(1 if bad else 0)
 EOF
 	md="$out/report.md"
-	grep -q '^| joinable | unpinned | 1000 (1000–1000) | \*\*crashed (signal 11)\*\* | 2000 (2000–2000) | — |$' "$md" ||
+	grep -q '^| joinable | unpinned | 1000 (1000–1000) | \*\*crashed (signal 11)\*\* | 2000 (2000–2000) | — | — |$' "$md" ||
 		fail "report.md: joinable row: $(grep '^| joinable' "$md")"
-	grep -q '^| detached | unpinned | \*\*timeout\*\* | \*\*no result\*\* | — | — |$' "$md" ||
+	grep -q '^| detached | unpinned | \*\*timeout\*\* | \*\*no result\*\* | — | — | — |$' "$md" ||
 		fail "report.md: detached row: $(grep '^| detached' "$md")"
 	grep -q '^| handoff-normal | unpinned | \*\*skipped: needs SCHED_FIFO\*\* | \*\*skipped: needs SCHED_FIFO\*\* | \*\*skipped: needs SCHED_FIFO\*\* | — |' "$md" ||
 		fail "report.md: handoff row: $(grep '^| handoff-normal' "$md")"

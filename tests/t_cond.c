@@ -622,14 +622,40 @@ static void *block_thread(void *p)
 	return NULL;
 }
 
+/* A broadcast to two waiters, after which the condvar's waiters sleep as
+   a herd (docs/sync.md, "Herd release"). */
+static void make_herd(struct herd *h)
+{
+	pthread_t t[2];
+
+	h->go = h->waiting = 0;
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, herd_waiter, h);
+	for (;;) {
+		pthread_mutex_lock(&h->m);
+		if (h->waiting == 2)
+			break;
+		pthread_mutex_unlock(&h->m);
+		sched_yield();
+	}
+	h->go = 1;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->m);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	h->go = h->waiting = 0;
+}
+
 /* A broadcast must not wake waiters that could only block on the mutex
    again.  under_lock: the broadcaster holds the mutex, so no waiter may
    run before it unlocks.  Otherwise another thread holds it: at most one
    waiter may wake (to queue on the mutex), the others stay asleep.
+   herd: the condvar was broadcast to several waiters before, so these
+   sleep as a herd, released all at once when the mutex is free.
    Waiters' voluntary context switches are compared, from when each is
    asleep in the kernel; the 20 ms grace only gives a woken thread time
    to run, it cannot make the check fail wrongly. */
-static void test_no_herd(int under_lock)
+static void test_no_herd(int under_lock, int herd)
 {
 	enum { W = 6 };
 	struct herd h = {.m = PTHREAD_MUTEX_INITIALIZER,
@@ -639,6 +665,8 @@ static void test_no_herd(int under_lock)
 	long before[W];
 	int woke = 0, allowed = under_lock ? 0 : 1;
 
+	if (herd)
+		make_herd(&h);
 	for (int i = 0; i < W; i++)
 		pthread_create(&t[i], NULL, herd_waiter, &h);
 	for (;;) {
@@ -673,11 +701,13 @@ static void test_no_herd(int under_lock)
 	}
 	for (int i = 0; i < W; i++)
 		pthread_join(t[i], NULL);
-	CHECK(woke <= allowed, "%d of %d waiters ran while %s held the mutex "
-	      "(at most %d expected)", woke, W,
-	      under_lock ? "the broadcaster" : "another thread", allowed);
-	printf("broadcast %s: %d of %d waiters woke while the mutex was held\n",
-	       under_lock ? "under the mutex" : "by a non-holder", woke, W);
+	CHECK(woke <= allowed, "%s: %d of %d waiters ran while %s held the "
+	      "mutex (at most %d expected)", herd ? "herd" : "first broadcast",
+	      woke, W, under_lock ? "the broadcaster" : "another thread",
+	      allowed);
+	printf("broadcast %s (%s): %d of %d waiters woke while the mutex was "
+	       "held\n", under_lock ? "under the mutex" : "by a non-holder",
+	       herd ? "herd" : "first broadcast", woke, W);
 }
 
 /* ------------------------- a private condvar used from two processes */
@@ -881,8 +911,10 @@ int main(void)
 	test_broadcast_storm();
 	test_destroy_after_broadcast();
 	test_cancel();
-	test_no_herd(1);
-	test_no_herd(0);
+	test_no_herd(1, 0);
+	test_no_herd(0, 0);
+	test_no_herd(1, 1);
+	test_no_herd(0, 1);
 	test_foreign_process();
 	test_pshared_reuse();
 	TEST_DONE();

@@ -103,6 +103,10 @@ static inline void cancel_defer_end(int was_async)
    wake-up that has happened is returned (0), never lost. */
 long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
 			 const struct timespec *abstime, int priv);
+/* The same with a bitset (futex_wait_bits_until, kernel/futex.h). */
+long futex_wait_bits_until_cp(volatile int *addr, int expect, unsigned bits,
+			      clockid_t clock, const struct timespec *abstime,
+			      int priv);
 
 /* futex_wait_requeue_pi (kernel/futex.h) with an absolute deadline on
    CLOCK_MONOTONIC or CLOCK_REALTIME (-ETIMEDOUT: the caller does not own

@@ -17,15 +17,23 @@ __attribute__((noinline)) long weft_cp_interrupted(long nr)
 	return -EINTR;
 }
 
-long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
-			 const struct timespec *abstime, int priv)
+long futex_wait_bits_until_cp(volatile int *addr, int expect, unsigned bits,
+			      clockid_t clock, const struct timespec *abstime,
+			      int priv)
 {
 	int op = futex_wait_op(FUTEX_WAIT_BITSET, clock, abstime, priv);
 
 	if (op < 0)
 		return op;
 	return cancel_syscall(SYS_futex, (long)addr, op, expect, (long)abstime,
-			      0, FUTEX_BITSET_MATCH_ANY);
+			      0, bits);
+}
+
+long futex_wait_until_cp(volatile int *addr, int expect, clockid_t clock,
+			 const struct timespec *abstime, int priv)
+{
+	return futex_wait_bits_until_cp(addr, expect, FUTEX_BITSET_MATCH_ANY,
+					clock, abstime, priv);
 }
 
 long futex_wait_requeue_pi_cp(volatile int *addr, int expect, clockid_t clock,

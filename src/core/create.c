@@ -12,6 +12,7 @@
 #include "cancel.h"
 #include "kernel/clone.h"
 #include "lock.h"
+#include "runstate.h"
 #include "thread.h"
 
 static int thread_entry(void *p) __attribute__((noreturn));
@@ -150,6 +151,9 @@ static int thread_entry(void *p)
 	struct weft_thread *t = p;
 
 	host_thread_begin(t->tcb);
+	/* Only a block weft maps is kept until no spinner reads it. */
+	runstate_enter(host_self_tid(),
+		       t->map_base ? host_rseq_cpu(t->tcb) : NULL);
 	if (t->gated) {
 		weft_lock(&t->start_gate);
 		weft_unlock(&t->start_gate);

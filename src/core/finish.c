@@ -18,6 +18,7 @@
 
 #include "host/glibc.h"
 #include "cancel.h"
+#include "runstate.h"
 #include "thread.h"
 
 void thread_reclaim(struct weft_thread *t)
@@ -134,6 +135,8 @@ __attribute__((noreturn)) void thread_finish(struct weft_thread *t)
 	   final when it enters the cache. */
 	if (mapped)
 		stack_trim_unused(t);
+	/* Before the block may be reclaimed (runstate.h). */
+	runstate_leave();
 	if (mark_finished(t) == WEFT_DETACHED)
 		thread_reclaim(t);
 	/* Last: reclaiming may free memory (the stack cache trims other

@@ -11,6 +11,7 @@
 
 #include "host/glibc.h"
 #include "stats.h"
+#include "runstate.h"
 #include "thread.h"
 
 static int cached_pid; /* 0: not read yet (or a fork child's stale one) */
@@ -79,6 +80,9 @@ static void fork_child(void)
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);
+	runstate_reset_in_child(sys_gettid(), weft_runstate_mine
+						       ? weft_runstate_mine->cpu
+						       : NULL);
 	if (self)
 		thread_ops_reset_in_child(self);
 	if (self && self->origin == WEFT_ORIGIN_CREATED)

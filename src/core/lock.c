@@ -4,6 +4,7 @@
    in start-up, before or after libc can be trusted. */
 #include <errno.h>
 #include "lock.h"
+#include "runstate.h"
 #include "spin_policy.h"
 
 #define LOCK_SPIN 100
@@ -26,8 +27,9 @@ static int cas(weft_lock_t *l, int *expect, int val)
 /* Spins while the holder is likely running and taking the word soon
    pays: nobody sleeps on it yet (a sleeper means a long hold or a
    preempted holder, and queueing behind it keeps the kernel's priority
-   order), and this thread may run beside the holder (spin_policy.h).
-   Bounded: 100 pauses, a few microseconds. */
+   order), this thread may run beside the holder (spin_policy.h), and
+   the holder named in the word may be running (runstate.h: looked at
+   every 4 pauses).  Bounded: 100 pauses, a few microseconds. */
 static int spin_take(weft_lock_t *l, int self)
 {
 	if (!spin_worthwhile())
@@ -38,6 +40,8 @@ static int spin_take(weft_lock_t *l, int self)
 		if (v == 0 && cas(l, &v, self))
 			return 1;
 		if (v & W_WAITERS)
+			return 0;
+		if (i % 4 == 0 && !runstate_may_run(v & FUTEX_TID_MASK))
 			return 0;
 		arch_spin_pause();
 	}

@@ -6,6 +6,7 @@
 
 #include "host/glibc.h"
 #include "kernel/syscall.h"
+#include "runstate.h"
 #include "thread.h"
 
 __thread struct weft_thread *weft_tls_self
@@ -52,6 +53,7 @@ static void adopted_exit(void *p)
 	   destructor's pthread_exit must not unwind past this hook: the
 	   handle would stay valid and the descriptor leak. */
 	thread_exit_duty(t, tsd_run_destructors);
+	runstate_leave();
 	weft_tls_self = NULL;
 	thread_reclaim(t);
 }
@@ -79,6 +81,11 @@ static struct weft_thread *adopt_self(void)
 	   thread's exit hook does), so that a weft call made from inside
 	   the allocator finds this descriptor instead of adopting again. */
 	weft_tls_self = t;
+	/* The main thread's TCB lives as long as the process; glibc may
+	   free its own threads' at their exit. */
+	runstate_enter(sys_gettid(), t->origin == WEFT_ORIGIN_MAIN
+					     ? host_rseq_cpu(tcb)
+					     : NULL);
 	(void)registry_add(t);
 	if (t->origin == WEFT_ORIGIN_ADOPTED)
 		host_at_thread_exit(adopted_exit, t);

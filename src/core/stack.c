@@ -20,6 +20,7 @@
 
 #include "host/glibc.h"
 #include "lock.h"
+#include "runstate.h"
 #include "thread.h"
 #include "tunables.h"
 
@@ -553,6 +554,10 @@ static struct weft_thread *cache_trim(void)
 	size_t limit = weft_tunables.stack_cache_bytes;
 	size_t count = weft_tunables.stack_cache_count;
 
+	/* A spinner may be reading a cached thread's TCB (runstate.h): the
+	   next release trims instead. */
+	if (!runstate_may_unmap())
+		return NULL;
 	while (cache_bytes > limit || cache_count > count) {
 		for (v = cache_tail; v && !block_dead(v); v = v->cache_prev)
 			;

@@ -113,6 +113,11 @@ void host_robust_list_register(char *tcb)
 	sys_set_robust_list(tcb + L.robust_head, 24);
 }
 
+const volatile uint32_t *host_rseq_cpu(char *tcb)
+{
+	return L.rseq_size > 0 ? &FIELD(tcb, L.rseq_off + 4, uint32_t) : NULL;
+}
+
 void host_thread_begin(char *tcb)
 {
 	/* P7: sched_getcpu and rseq users read the area at __rseq_offset. */

@@ -41,6 +41,9 @@ void host_tcb_set_ended(char *tcb);
 
 /* In the new thread, before any user code. */
 void host_thread_begin(char *tcb);
+/* The rseq cpu_id word of the thread of `tcb` (kept by the kernel once
+   the thread registered its area), or NULL when glibc has no rseq area. */
+const volatile uint32_t *host_rseq_cpu(char *tcb);
 
 /* Release the DTV and dynamic TLS (the thread's last libc-visible step,
    or done for it by whoever reuses its memory). */

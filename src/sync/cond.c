@@ -9,11 +9,11 @@
    waiter's mutex, the picked waiters are hung in the mutex and woken by
    whoever releases it next (FreeBSD libthr's deferred wake-up, kept in
    the mutex rather than the thread; no system call until then).  A
-   broadcast's waiters form a chain: only the first is woken; it takes
-   the rest over and wakes the next when it releases the mutex in turn,
-   so one waiter at a time runs and none wakes just to block on the
-   mutex (the wait morphing that requeueing gives, without the
-   broadcaster making a system call per waiter).
+   broadcast's waiters are released once the mutex is free: as a herd
+   (all at once, one FUTEX_WAKE for all, see "Herd release") when the
+   condvar's waiters sleep as one, else as a chain (only the first is
+   woken; it takes the rest over and wakes the next when it releases
+   the mutex in turn).
 
    A wait on a priority-inheritance mutex is PI-aware: the waiter sleeps
    with FUTEX_WAIT_REQUEUE_PI on its node's word, and signal/broadcast
@@ -35,6 +35,7 @@
 #include <sched.h>
 #include "core/cancel.h"
 #include "core/rt_hint.h"
+#include "core/runstate.h"
 #include "cond.h"
 #include "mutex_kinds.h"
 #include "core/thread.h"
@@ -51,23 +52,34 @@ enum {
 	CN_DEFERRED = 5,  /* requeue-PI waiter picked by the mutex's holder:
 			     requeued when it releases the mutex; may not
 			     leave meanwhile */
+	CN_CLAIMED_ASLEEP = 6, /* CLAIMED, and its herd waiter sleeps on the
+				  node's word: the release wakes it there */
 };
 #define CN_STATE 7
 #define CN_TICKET_ONE 8
 
+/* What a broadcast reads and writes of each node (links, state, kind,
+   bnext, the herd bit) lies in its first 64 bytes, and the node is
+   aligned to them: one cache line per waiter to fetch. */
 struct cnode {
 	struct cnode *prev, *next; /* list links, under the internal lock */
 	/* While CLAIMED: the next picked waiter of the same chain (NULL:
-	   the last), and, in a chain's first node, the chain's last node.
-	   A released waiter takes the rest of its chain over from them. */
-	struct cnode *bnext, *btail;
+	   the last), and, in a chain's first node, the chain's last node
+	   (btail, below).  A released waiter takes the rest of its chain
+	   over from them. */
+	struct cnode *bnext;
 	struct wmutex *mutex;
 	char *tcb;		   /* the waiter's thread, see cond_signal */
 	int state;
 	int kind;		   /* CN_SIGNALLED or CN_BROADCAST once picked */
 	int prio;		   /* queue order: rt_hint_self_priority() */
 	int pi_flag;		   /* requeue-PI waiter: the futex flag; else -1 */
+	unsigned herd_bit;	   /* herd waiter: its bit on the mutex's
+				      herd_seq ("Herd release"); else 0 */
+	struct cnode *btail;
 };
+_Static_assert(__builtin_offsetof(struct cnode, herd_bit) + sizeof(unsigned) <= 64,
+	       "a broadcast touches one cache line per node");
 
 /* What a signaller needs to requeue a claimed PI waiter, copied from
    its node before the claim: once claimed, the waiter may return and
@@ -84,7 +96,7 @@ struct requeue {
 struct wait_ctx {
 	struct wcond *c;
 	struct wmutex *m;
-	struct cnode node;
+	struct cnode node __attribute__((aligned(64)));
 	unsigned depth;
 	int armed; /* mutex released, wait in progress */
 };
@@ -215,14 +227,131 @@ static int holds(struct wmutex *mx, int self)
 	return mx && __atomic_load_n(&mx->owner, __ATOMIC_RELAXED) == self;
 }
 
-/* Releases the first waiter of a chain of picked (CLAIMED) nodes, linked
-   through bnext; the waiter takes the rest over.  The node may be gone
-   once its state is stored, so only its address is used after that (a
-   stale futex wake is harmless). */
+/* ------------------------------------------------------- herd release
+
+   A herd is the waiters of a condvar that has been broadcast to several
+   waiters at once (the condvar's `herd`, set by such a broadcast), on a
+   mutex that can carry deferred wake-ups.  They sleep on one word of
+   their mutex, herd_seq, each with its own bit (FUTEX_WAIT_BITSET), so
+   that one FUTEX_WAKE releases a whole broadcast: one system call for
+   all, and every CPU free to run them at once.  Other waiters sleep on
+   their node's own word, which needs no extra step, and are woken one
+   by one.
+
+   The mutex outlives every wait on it (a waiter takes it again before
+   returning; destroying it meanwhile is undefined), so a herd waiter
+   may read herd_seq whenever it likes; it never reads the condvar, which
+   a released waiter's program may destroy at once.  The protocol, for a
+   node N of a herd waiter on mutex M:
+
+     releaser (signal, broadcast)        waiter
+     claim N: WAITING -> CLAIMED (1)     s = M.herd_seq           (a)
+     M.herd_seq += 1            (2)      st = N.state             (b)
+       ... (deferred to M's release)     st final: return
+     old = xchg(N.state, final) (3)      st WAITING:  FUTEX_WAIT_BITSET(
+     old CLAIMED_ASLEEP:                                 &M.herd_seq, s)
+         FUTEX_WAKE(&N.state)            st CLAIMED: CAS it to
+     FUTEX_WAKE_BITSET(&M.herd_seq,        CLAIMED_ASLEEP, FUTEX_WAIT(
+                       the bits)  (4)      &N.state, CLAIMED_ASLEEP)
+                                          then look again
+
+   No wake-up is lost.  A waiter that read WAITING at (b) read it before
+   the claim (1), so (2) comes after (a) (the bump is a release, the read
+   of (a) an acquire): its FUTEX_WAIT compares a changed word and
+   returns, or it was queued before (2), hence before (4), which wakes
+   it.  A waiter that read CLAIMED either marks its node before (3) (the
+   exchange then sees the mark and wakes the node's word) or its CAS
+   fails because (3) happened.  The releaser touches the condvar only
+   under its internal lock, before any release; after (3) it touches
+   the node no more and the mutex only by address, in the wake (4).
+
+   A broadcast made while its mutex is free releases its herd at once; one
+   made by the holder hangs its nodes in the mutex and the release wakes
+   them all after freeing the word (nobody is woken into a held mutex);
+   one made while another thread holds the mutex releases the first
+   node only, and that waiter, once it holds the mutex, defers the rest
+   to its own release. */
+
+/* Releases one picked node: stores its final state (the release: its
+   waiter may return from here on, so the node is not read after) and
+   wakes its word where its waiter may sleep there.  Returns the herd bit
+   the caller must wake on herd_seq (0: none). */
+static unsigned release_node(struct cnode *n)
+{
+	unsigned bit = n->herd_bit;
+	int kind = n->kind;
+
+	if (!bit) {
+		__atomic_store_n(&n->state, kind, __ATOMIC_RELEASE);
+		futex_wake(&n->state, 1, WEFT_FUTEX_PRIVATE);
+		return 0;
+	}
+	if (__atomic_exchange_n(&n->state, kind, __ATOMIC_ACQ_REL) ==
+	    CN_CLAIMED_ASLEEP)
+		futex_wake(&n->state, 1, WEFT_FUTEX_PRIVATE);
+	return bit;
+}
+
+/* Wakes the herd waiters of `bits` asleep on the mutex's herd_seq (by
+   address: the mutex may be gone by now). */
+static void wake_herd(int *herd_seq, unsigned bits)
+{
+	if (bits)
+		futex_wake_bits(herd_seq, INT_MAX, bits, WEFT_FUTEX_PRIVATE);
+}
+
+/* Step (2) for a chain of claimed nodes of one mutex, before any of
+   them is released. */
+static void herd_bump(struct cnode *head)
+{
+	for (struct cnode *n = head; n; n = n->bnext) {
+		if (n->herd_bit) {
+			__atomic_fetch_add(&n->mutex->herd_seq, 1,
+					   __ATOMIC_SEQ_CST);
+			return;
+		}
+	}
+}
+
+/* Releases the first node of a chain of picked nodes, linked through
+   bnext; its waiter takes the rest over once it holds the mutex. */
+static void release_first(struct cnode *head)
+{
+	int *herd_seq = &head->mutex->herd_seq;
+
+	wake_herd(herd_seq, release_node(head));
+}
+
+/* Releases a chain of picked nodes of one mutex, the caller not holding
+   it (a release of the mutex, or a signaller while it is free): the herd
+   waiters all at once, the others as a chain (the first now, the next
+   when that one releases the mutex). */
 void cond_release_chain(struct cnode *head)
 {
-	__atomic_store_n(&head->state, head->kind, __ATOMIC_RELEASE);
-	futex_wake(&head->state, 1, WEFT_FUTEX_PRIVATE);
+	struct cnode *chain = NULL, *tail = NULL, *n, *next;
+	int *herd_seq = &head->mutex->herd_seq;
+	unsigned bits = 0;
+
+	for (n = head; n; n = next) {
+		next = n->bnext;
+		__builtin_prefetch(next, 1);
+		if (n->herd_bit) {
+			n->bnext = NULL;
+			bits |= release_node(n); /* n may be gone */
+			continue;
+		}
+		if (tail)
+			tail->bnext = n;
+		else
+			chain = n;
+		tail = n;
+	}
+	wake_herd(herd_seq, bits);
+	if (chain) {
+		tail->bnext = NULL;
+		chain->btail = tail;
+		release_first(chain);
+	}
 }
 
 /* ------------------------------------------- deferred wake-ups (per mutex)
@@ -253,7 +382,7 @@ static void defer_or_release(struct cnode *head)
 	if (mutex_can_defer(head->mutex))
 		defer_chain(head->mutex, head);
 	else
-		cond_release_chain(head);
+		release_first(head);
 }
 
 /* A picked waiter, back with the mutex, takes the rest of its chain
@@ -272,15 +401,21 @@ static void adopt_chain(struct cnode *n)
 }
 
 /* Hands a chain of picked nodes on: deferred while the caller holds
-   their mutex, else its first waiter is woken now. */
+   their mutex; released now, herd waiters all at once, while it is
+   free; else its first waiter is woken now (see "Herd release"). */
 static void pass_chain(struct cnode *head, struct cnode *tail)
 {
+	struct wmutex *m = head->mutex;
+
 	tail->bnext = NULL;
 	head->btail = tail;
-	if (holds(head->mutex, host_self_tid()))
+	herd_bump(head);
+	if (holds(m, host_self_tid()))
 		defer_or_release(head);
-	else
+	else if (mutex_can_defer(m) && !mutex_held_now(m))
 		cond_release_chain(head);
+	else
+		release_first(head);
 }
 
 /* ----------------------------------------------------------- requeue-PI
@@ -492,25 +627,57 @@ static int shared_wait(struct wcond *c, struct wmutex *m, int clock,
 
 /* --------------------------------------------- process-private design */
 
-/* Waits on the node's own word until it is picked, times out, or the
-   deadline passes.  Returns 0 (picked) or ETIMEDOUT (left the list). */
+static int claimed(int st)
+{
+	return st == CN_CLAIMED || st == CN_CLAIMED_ASLEEP;
+}
+
+/* Waits while the node is picked but not released (state `st`), without
+   deadline or cancellation: the wake-up is ours already.  A herd
+   waiter marks the node first, so that its release wakes this word
+   ("Herd release"). */
+static void claimed_wait(struct cnode *n, int st)
+{
+	if (n->herd_bit && st == CN_CLAIMED) {
+		if (!cas_state(&n->state, CN_CLAIMED, CN_CLAIMED_ASLEEP))
+			return; /* released meanwhile */
+		st = CN_CLAIMED_ASLEEP;
+	}
+	futex_wait(&n->state, st, WEFT_FUTEX_PRIVATE);
+}
+
+/* Waits until the node is picked, or the deadline passes: on the node's
+   own word, or a herd waiter on its mutex's herd_seq.  Returns 0
+   (picked) or ETIMEDOUT (left the list). */
 static int node_sleep(struct wait_ctx *x, int clock,
 		      const struct timespec *abstime)
 {
 	struct cnode *n = &x->node;
+	int *herd_seq = &n->mutex->herd_seq;
 
 	for (;;) {
+		int s = n->herd_bit ? __atomic_load_n(herd_seq, __ATOMIC_ACQUIRE)
+				    : 0;
 		int st = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE);
+		long k;
+
 		if (st == CN_SIGNALLED || st == CN_BROADCAST)
 			return 0;
-		if (st == CN_CLAIMED) {
-			/* A broadcast is finishing with us: a brief wait,
+		if (claimed(st)) {
+			/* A signaller is finishing with us: a brief wait,
 			   and it may no longer be cancelled or time out. */
-			futex_wait(&n->state, CN_CLAIMED, WEFT_FUTEX_PRIVATE);
+			claimed_wait(n, st);
 			continue;
 		}
-		long k = futex_wait_until_cp(&n->state, CN_WAITING, clock,
-					     abstime, WEFT_FUTEX_PRIVATE);
+		runstate_blocked(1);
+		if (n->herd_bit)
+			k = futex_wait_bits_until_cp(herd_seq, s, n->herd_bit,
+						     clock, abstime,
+						     WEFT_FUTEX_PRIVATE);
+		else
+			k = futex_wait_until_cp(&n->state, CN_WAITING, clock,
+						abstime, WEFT_FUTEX_PRIVATE);
+		runstate_blocked(0);
 		if (k == -ETIMEDOUT && try_leave(n)) {
 			unlink_self(x->c, n);
 			return ETIMEDOUT;
@@ -540,6 +707,7 @@ static void private_unwound(struct wait_ctx *x)
 
 	if (!x->armed)
 		return;
+	runstate_blocked(0); /* unwound out of node_sleep's futex call */
 	if (try_leave(n)) {
 		unlink_self(x->c, n);
 		reacquire(x);
@@ -557,9 +725,8 @@ static void private_unwound(struct wait_ctx *x)
 			cond_signal(x->c);
 		return;
 	}
-	while ((st = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) ==
-	       CN_CLAIMED)
-		futex_wait(&n->state, CN_CLAIMED, WEFT_FUTEX_PRIVATE);
+	while (claimed(st = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)))
+		claimed_wait(n, st);
 	mutex_reacquire_after_wait(x->m, x->depth, 0);
 	adopt_chain(n);
 	if (st == CN_SIGNALLED)
@@ -580,6 +747,19 @@ static int pi_wait(struct wait_ctx *x, int clock,
 	else
 		k = reacquire(x);
 	return k ? k : how == PI_TIMEDOUT ? ETIMEDOUT : 0;
+}
+
+/* The waiter's bit if it joins a herd ("Herd release"), else 0.  Under
+   the internal lock.  Bits in turn: any 32 waiters that joined one after
+   the other have a bit each, so that a signal wakes only its own waiter
+   (with more waiters, those sharing its bit wake too, and sleep
+   again). */
+static unsigned herd_bit(struct wcond *c, const struct wmutex *m,
+			 int pi_flag)
+{
+	if (!c->herd || pi_flag >= 0 || !mutex_can_defer(m))
+		return 0;
+	return 1u << (c->herd_next++ & 31);
 }
 
 static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
@@ -615,6 +795,7 @@ static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 		return EINVAL;
 	}
 	c->pid = weft_self_pid();
+	x.node.herd_bit = herd_bit(c, m, x.node.pi_flag);
 	list_insert(c, &x.node);
 	weft_unlock(&c->lock);
 	x.depth = mutex_release_for_wait(m);
@@ -724,6 +905,9 @@ static struct cnode *claim_all(struct wcond *c, struct requeue *rq, int max,
 	*more = 0;
 	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
+		/* Each node is on another stack: fetch the next one while
+		   this one is claimed. */
+		__builtin_prefetch(next, 1);
 		if (n->pi_flag >= 0 && defer_pi(n, &self_prio)) {
 			if (claim(n, CN_BROADCAST, CN_DEFERRED, NULL)) {
 				list_unlink(c, prev, next);
@@ -771,6 +955,8 @@ int cond_broadcast(struct wcond *c)
 			return 0;
 		weft_lock(&c->lock);
 		batch = claim_all(c, rq, REQUEUE_ROUND, &nrq, &more);
+		if (batch && batch->bnext)
+			c->herd = 1; /* later waiters join the herd */
 		weft_unlock(&c->lock);
 		for (int i = 0; i < nrq; i++)
 			requeue(&rq[i]);

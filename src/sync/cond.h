@@ -13,7 +13,11 @@
     28  shared_waiters  process-shared: "someone may sleep on seq";
                  private: a destroy waits for leaving waiters
     32  pid      private condvars: the process whose threads are listed
-    36  unused */
+    36  herd     private condvars: set by a broadcast that found several
+                 waiters; later waiters sleep as a herd (cond.c, "Herd
+                 release")
+    40  herd_next  the next herd waiter's bit number (mod 32)
+    44  unused */
 #ifndef WEFT_SYNC_COND_H
 #define WEFT_SYNC_COND_H
 
@@ -35,7 +39,9 @@ struct wcond {
 	unsigned seq;
 	int shared_waiters;
 	int pid;
-	char unused[12];
+	int herd;
+	unsigned herd_next;
+	char unused[4];
 };
 _Static_assert(sizeof(struct wcond) == sizeof(pthread_cond_t),
 	       "glibc's condvar is 48 bytes");

@@ -7,17 +7,20 @@
 #include "cond.h"
 #include "mutex.h"
 #include "mutex_kinds.h"
+#include "core/runstate.h"
 #include "core/spin_policy.h"
 #include "core/stats.h"
 #include "core/thread.h"
 #include "core/rt_hint.h"
 
-/* Attempts to take a held lock by spinning before sleeping (musl's
-   figure): a short critical section of a running holder is likely to
-   end within the spin, and a sleep plus wake-up costs two system calls
-   and a context switch.  Only when the holder can be running at the same
-   time (../core/spin_policy.h). */
-#define SPIN_TRIES 100
+/* How long a waiter spins at most before it sleeps.  A short critical
+   section of a running holder is likely to end within it, and a sleep
+   plus a wake-up costs two system calls and a context switch (3-10 us
+   on the 2-CPU VM of bench/RESULTS.md); spinning longer than that only
+   burns a CPU.  Counted in time, not in pauses: a pause takes 10 to 140
+   cycles on x86 CPUs, and 75 ns on that VM's AMD EPYC (where the 100
+   pauses weft spun before were 7.5 us, longer than a sleep). */
+#define SPIN_NS 2000
 
 /* A private-mutex waiter that has waited this long asks for a direct
    hand-off (the fairness rule). */
@@ -131,6 +134,60 @@ static int take_or_mark(struct wmutex *w, int *sleep_on)
 	return 0;
 }
 
+/* Pause `i` of a spin: whether to go on.  Every few pauses the holder
+   is looked at again (the mutex may change hands, its holder go to
+   sleep): a spin goes on only while the holder may be running
+   (core/runstate.h: not asleep in a weft wait, not waiting for our own
+   CPU), and for at most SPIN_NS (*end: 0 at the first pause). */
+static int keep_spinning(struct wmutex *w, unsigned i, long *end)
+{
+	long now;
+
+	if (i % 4 != 0)
+		return 1;
+	if (!runstate_may_run(__atomic_load_n(&w->owner, __ATOMIC_RELAXED)))
+		return 0;
+	now = now_ns();
+	if (!*end)
+		*end = now + SPIN_NS;
+	return now < *end;
+}
+
+/* Spins while that can pay (keep_spinning) and nobody sleeps on the
+   mutex (a newcomer must not jump their queue).  1 when it took the
+   word. */
+static int spin(struct wmutex *w)
+{
+	long end = 0;
+
+	for (unsigned i = 0;; i++) {
+		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+		if (v == 0 && cas(&w->lock, 0, LW_HELD))
+			return 1;
+		if (has_sleepers(w) || !keep_spinning(w, i, &end))
+			return 0;
+		arch_spin_pause();
+	}
+}
+
+/* A registered starving waiter waits for the hand-off running while
+   the holder runs (keep_spinning): its release is near then, and a
+   hand-off to a thread that must first be woken and scheduled keeps the
+   mutex held, and idle, until that thread runs, while others could
+   have taken it. */
+static void await_handoff_running(struct wmutex *w, int tag)
+{
+	long end = 0;
+
+	if (!spin_worthwhile())
+		return;
+	for (unsigned i = 0;
+	     __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) == tag &&
+	     keep_spinning(w, i, &end);
+	     i++)
+		arch_spin_pause();
+}
+
 /* The starving waiter (private mutexes): registers its negated tid in
    w->handoff, then sets LW_HANDOFF in the held word, so that the
    holder's release hands the mutex over instead of freeing it; sleeps
@@ -163,8 +220,11 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 			break;
 	}
 	for (;;) {
+		await_handoff_running(w, tag);
+		runstate_blocked(1);
 		long r = futex_wait_until(&w->handoff, tag, clock, abstime,
 					  WEFT_FUTEX_PRIVATE);
+		runstate_blocked(0);
 		int h = __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE);
 
 		if (r == -ETIMEDOUT || r == -EINVAL) {
@@ -194,13 +254,8 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 	long start = 0;
 
 	if (!contended) {
-		int tries = spin_worthwhile() ? SPIN_TRIES : 0;
-		for (int i = 0; i < tries && !has_sleepers(w); i++) {
-			int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
-			if (v == 0 && cas(&w->lock, 0, LW_HELD))
-				return 0;
-			arch_spin_pause();
-		}
+		if (spin_worthwhile() && spin(w))
+			return 0;
 	}
 	for (;;) {
 		int sleep_on;
@@ -222,8 +277,10 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 			rt = self_realtime();
 		}
 		sleepers_add(w, 1, rt);
+		runstate_blocked(1);
 		long r = futex_wait_until(&w->lock, sleep_on, clock, abstime,
 					  priv);
+		runstate_blocked(0);
 		sleepers_add(w, -1, rt);
 		if (r == -ETIMEDOUT || r == -EINVAL)
 			return (int)-r;
@@ -298,12 +355,12 @@ static int hand_off(struct wmutex *w, int v)
    parent's threads: dropped. */
 static struct cnode *take_deferred(struct wmutex *w)
 {
-	struct cnode *head = w->list[0];
+	struct cnode *head = w->defer_head;
 
 	if (!head)
 		return NULL;
-	w->list[0] = NULL;
-	return (pid_t)(uintptr_t)w->list[1] == weft_self_pid() ? head : NULL;
+	w->defer_head = NULL;
+	return w->defer_pid == weft_self_pid() ? head : NULL;
 }
 
 static void release_private(struct wmutex *w)
@@ -341,15 +398,15 @@ static void release(struct wmutex *w)
 struct cnode *mutex_deferred(struct wmutex *w)
 {
 	if (!(__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & LW_DEFERRED) ||
-	    (pid_t)(uintptr_t)w->list[1] != weft_self_pid())
+	    w->defer_pid != weft_self_pid())
 		return NULL;
-	return w->list[0];
+	return w->defer_head;
 }
 
 void mutex_set_deferred(struct wmutex *w, struct cnode *head)
 {
-	w->list[0] = head;
-	w->list[1] = (void *)(uintptr_t)weft_self_pid();
+	w->defer_head = head;
+	w->defer_pid = weft_self_pid();
 	__atomic_fetch_or(&w->lock, LW_DEFERRED, __ATOMIC_RELEASE);
 }
 

@@ -19,9 +19,11 @@
                  (INT_MIN while a release tells it that it declined);
                  private PP mutexes: the sleepers on the word (mutex_pp.c)
     24  list     private mutexes: the condvar wake-ups deferred to the
-                 release (first node, and the pid that deferred them);
-                 glibc's robust list links otherwise (used by robust
-                 mutexes, docs/mutex-robust-pi.md)
+                 release (first node at 24, the pid that deferred them at
+                 32) and the word condvar herd waiters sleep on (36,
+                 herd_seq: cond.c, "Herd release"); glibc's robust list
+                 links otherwise (used by robust mutexes,
+                 docs/mutex-robust-pi.md)
 
    Process-shared lock word: glibc's 0 free, 1 held, 2 held and maybe
    sleepers, so a plain glibc process can share the mutex.  Private lock
@@ -75,7 +77,14 @@ struct wmutex {
 	unsigned int nusers;
 	int kind;
 	int handoff;
-	void *list[2];
+	union {
+		void *list[2]; /* robust mutexes: glibc's robust list links */
+		struct {       /* mutexes that can carry deferred wake-ups */
+			struct cnode *defer_head; /* first deferred waiter */
+			int defer_pid;	/* the process that deferred them */
+			int herd_seq;	/* condvar herd waiters sleep on it */
+		};
+	};
 };
 _Static_assert(sizeof(struct wmutex) == sizeof(pthread_mutex_t),
 	       "glibc's mutex is 40 bytes");
@@ -157,6 +166,13 @@ struct cnode;
 static inline int mutex_can_defer(const struct wmutex *w)
 {
 	return !(w->kind & (MK_PSHARED | MK_RT_KINDS));
+}
+/* Whether a mutex that can carry deferred wake-ups is held right now
+   (by anyone): a broadcaster that does not hold it wakes its waiters
+   all at once only while it is free (cond.c, "Herd release"). */
+static inline int mutex_held_now(const struct wmutex *w)
+{
+	return (__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & LW_HELD) != 0;
 }
 struct cnode *mutex_deferred(struct wmutex *w);
 void mutex_set_deferred(struct wmutex *w, struct cnode *head);

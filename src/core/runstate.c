@@ -1,0 +1,108 @@
+/* Run-state hints for spinners (see runstate.h). */
+#include "kernel/rseq.h"
+#include "runstate.h"
+
+/* Slots by thread id (a cache; powers of two).  Reader sections are
+   counted per CPU, so that spinners on different CPUs do not share a
+   counter; the unmapper sums them. */
+#define SLOTS 4096u
+#define SHARDS 64u
+
+static struct runstate_slot slots[SLOTS];
+static struct {
+	int open;
+	char pad[60];
+} readers[SHARDS] __attribute__((aligned(64)));
+
+__thread struct runstate_slot *weft_runstate_mine
+	__attribute__((tls_model("initial-exec")));
+
+static struct runstate_slot *slot_of(int tid)
+{
+	return &slots[(unsigned)tid & (SLOTS - 1)];
+}
+
+void runstate_enter(int tid, const volatile uint32_t *cpu)
+{
+	struct runstate_slot *s = slot_of(tid);
+	int free = 0;
+
+	if (tid <= 0 || !__atomic_compare_exchange_n(&s->tid, &free, tid, 0,
+						     __ATOMIC_SEQ_CST,
+						     __ATOMIC_RELAXED))
+		return; /* another live thread has it: we stay unknown */
+	__atomic_store_n(&s->blocked, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cpu, cpu, __ATOMIC_SEQ_CST);
+	weft_runstate_mine = s;
+}
+
+void runstate_leave(void)
+{
+	struct runstate_slot *s = weft_runstate_mine;
+
+	if (!s)
+		return;
+	weft_runstate_mine = 0;
+	/* The CPU pointer goes first: a reader that still finds our tid
+	   then finds no pointer into memory that may go. */
+	__atomic_store_n(&s->cpu, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->tid, 0, __ATOMIC_SEQ_CST);
+}
+
+void runstate_reset_in_child(int tid, const volatile uint32_t *cpu)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		slots[i].cpu = 0;
+		slots[i].blocked = 0;
+		slots[i].tid = 0;
+	}
+	for (unsigned i = 0; i < SHARDS; i++)
+		readers[i].open = 0;
+	weft_runstate_mine = 0;
+	runstate_enter(tid, cpu);
+}
+
+/* Whether the thread of slot `s` (still `tid`) last ran on CPU `mine`.
+   Its TCB is read in a reader section: weft unmaps no block meanwhile,
+   and the pointer is cleared before its thread's block can go. */
+static int on_cpu(struct runstate_slot *s, int tid, uint32_t mine)
+{
+	unsigned shard = mine % SHARDS;
+	const volatile uint32_t *cpu;
+	int same = 0;
+
+	__atomic_add_fetch(&readers[shard].open, 1, __ATOMIC_SEQ_CST);
+	cpu = __atomic_load_n(&s->cpu, __ATOMIC_SEQ_CST);
+	if (cpu && __atomic_load_n(&s->tid, __ATOMIC_SEQ_CST) == tid)
+		same = *cpu == mine;
+	__atomic_sub_fetch(&readers[shard].open, 1, __ATOMIC_SEQ_CST);
+	return same;
+}
+
+int runstate_may_run(int tid)
+{
+	struct runstate_slot *s, *me = weft_runstate_mine;
+	uint32_t mine;
+
+	if (tid <= 0)
+		return 1;
+	s = slot_of(tid);
+	if (__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) != tid)
+		return 1; /* unknown */
+	if (__atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE))
+		return 0;
+	if (!me || !me->cpu)
+		return 1;
+	mine = *me->cpu; /* our own TCB */
+	if (mine == WEFT_RSEQ_CPU_UNINITIALIZED || mine == WEFT_RSEQ_CPU_FAILED)
+		return 1;
+	return !on_cpu(s, tid, mine);
+}
+
+int runstate_may_unmap(void)
+{
+	for (unsigned i = 0; i < SHARDS; i++)
+		if (__atomic_load_n(&readers[i].open, __ATOMIC_SEQ_CST))
+			return 0;
+	return 1;
+}

@@ -1,0 +1,65 @@
+/* Whether a lock's holder may be running: hints for spinners.
+
+   A waiter that finds a lock held spins only while that can pay: while
+   the holder can release it soon, that is while the holder runs.  The
+   kernel does not say whether another thread runs, but two things tell
+   when it surely does not:
+
+   - it sleeps in one of weft's waits (a mutex, a condvar): it marks
+     itself blocked before the futex call and running after it returns,
+     so a holder woken but not yet run still counts as blocked (the
+     case that made spinning fail: the woken holder waits in the run
+     queue of the very CPU the spinner keeps busy);
+   - its CPU (rseq cpu_id, kept by the kernel in its TCB) is the
+     spinner's own: then it waits for that CPU, which the spinner holds.
+
+   Each thread has a slot in a table indexed by its thread id (a cache:
+   a thread whose slot another live thread holds has no slot, and is
+   "unknown"; unknown holders may run).  The holder's tid is what locks
+   record (the mutex's owner field, the internal lock's word).
+
+   A holder's TCB is read only inside a reader section, and weft unmaps
+   a dead thread's block only when no reader section is open
+   (runstate_may_unmap; stack.c), so the read never faults.  Threads on
+   user stacks and threads glibc made have no CPU in their slot (their
+   memory is not weft's to keep). */
+#ifndef WEFT_CORE_RUNSTATE_H
+#define WEFT_CORE_RUNSTATE_H
+
+#include <stdint.h>
+
+struct runstate_slot {
+	int tid;			/* 0: free */
+	int blocked;			/* in one of weft's waits */
+	const volatile uint32_t *cpu;	/* its rseq cpu_id, or NULL */
+};
+
+extern __thread struct runstate_slot *weft_runstate_mine
+	__attribute__((tls_model("initial-exec")));
+
+/* The calling thread takes a slot (tid: its thread id; cpu: its rseq
+   cpu_id, or NULL when its TCB may be freed by others than weft).
+   leave gives it back, before the thread's memory can go. */
+void runstate_enter(int tid, const volatile uint32_t *cpu);
+void runstate_leave(void);
+/* Fork child: the parent's other threads are gone. */
+void runstate_reset_in_child(int tid, const volatile uint32_t *cpu);
+
+/* Around a wait that sleeps in the kernel. */
+static inline void runstate_blocked(int blocked)
+{
+	struct runstate_slot *s = weft_runstate_mine;
+
+	if (s)
+		__atomic_store_n(&s->blocked, blocked, __ATOMIC_RELEASE);
+}
+
+/* 0 when the thread `tid` surely does not run now (see above); 1 when it
+   may, or is unknown (tid 0 included). */
+int runstate_may_run(int tid);
+
+/* Whether no reader section is open: a dead thread's block may be
+   unmapped now (else keep it and try later). */
+int runstate_may_unmap(void);
+
+#endif
