@@ -46,7 +46,12 @@
    return, at 16; once: the word, WAITERS bit 4).
 
    Iterations: 20,000 per (case, mode) (WEFT_REUSE_ITERS overrides;
-   WEFT_REUSE_ONLY=text runs only the cases whose name contains it).  An
+   WEFT_REUSE_ONLY=text runs only the cases whose name contains it),
+   within a time budget: the pairs share 150 s (WEFT_REUSE_SECONDS), each
+   getting an even part of what is left, and a pair that reaches the end
+   of its part stops early, but never before 300 iterations (100 of each
+   way, "stopped" included).  The output gives the iterations each pair
+   ran.  An
    iteration takes about 0.1 ms on a quiet 2-core VM (3,000 per pair took
    15.5 s for the 44 (case, mode) pairs), 0.3 to 0.45 ms under load.  The
    catch does not rely on luck: every third iteration is a "stopped" one,
@@ -567,8 +572,19 @@ static void *quick_thread(void *arg)
 	return arg;
 }
 
-static int join_stack_case(unsigned iters, int mode)
+/* The time budget (see the top): a pair stops at its deadline once it
+   has run MIN_ITERS iterations. */
+#define MIN_ITERS 300u
+static double case_deadline;
+
+static int out_of_time(unsigned done)
 {
+	return done >= MIN_ITERS && now_s() > case_deadline;
+}
+
+static int join_stack_case(unsigned *iters_p, int mode)
+{
+	unsigned iters = *iters_p;
 	const size_t words = JOIN_STACK_BYTES / 4;
 	uint32_t *prev = NULL;
 	unsigned prev_it = 0;
@@ -576,6 +592,9 @@ static int join_stack_case(unsigned iters, int mode)
 
 	for (unsigned it = 1; it <= iters + 1 && !bad; it++) {
 		uint32_t *stk = NULL;
+
+		if (it <= iters && out_of_time(it - 1))
+			*iters_p = iters = it - 1;
 
 		if (it <= iters) {
 			pthread_attr_t a;
@@ -623,15 +642,21 @@ static int join_stack_case(unsigned iters, int mode)
 	return bad;
 }
 
-static int run_case(unsigned iters)
+/* Runs up to *iters iterations of the current pair; *iters becomes the
+   number run. */
+static int run_case(unsigned *iters)
 {
 	int bad = 0;
 
 	if (ctl.kase == JOIN_STACK)
 		return join_stack_case(iters, ctl.mode);
-	for (unsigned n = 0; n < iters && !bad; n++) {
+	for (unsigned n = 0; n < *iters && !bad; n++) {
 		unsigned it = ctl.done + 1;
 
+		if (out_of_time(n)) {
+			*iters = n;
+			break;
+		}
 		ctl.mem = reuse_alloc();
 		ctl.way = it % 3 == 0 ? WAY_ASLEEP : it % 3 == 1 ? WAY_STOPPED
 							 : WAY_RANDOM;
@@ -657,13 +682,19 @@ int main(void)
 	unsigned iters = reuse_iters(20000);
 	/* WEFT_REUSE_ONLY=text: only the cases whose name contains it. */
 	const char *only = getenv("WEFT_REUSE_ONLY");
+	const char *secs = getenv("WEFT_REUSE_SECONDS");
+	double budget = secs && *secs ? strtod(secs, NULL) : 150.0;
 	pthread_t rel, hlp;
 	double t0 = now_s();
+	int pairs_left = 0;
 
 	struct sigaction sa = {.sa_sigaction = on_trap, .sa_flags = SA_SIGINFO};
 
 	WEFT_REQUIRE();
-	reuse_watchdog(240);
+	reuse_watchdog(budget + 90 > 240 ? (unsigned)budget + 90 : 240);
+	for (int k = 0; k < KASES; k++)
+		if (!only || strstr(kase_name[k], only))
+			pairs_left += REUSE_MODES;
 	signal(SIGSEGV, on_segv);
 	sigaction(SIGTRAP, &sa, NULL);
 	ctl.main_tid = gettid();
@@ -676,17 +707,19 @@ int main(void)
 			continue;
 		for (ctl.mode = 0; ctl.mode < REUSE_MODES; ctl.mode++) {
 			double t = now_s();
+			unsigned ran = iters;
 			int bad;
 
+			case_deadline = t + (t0 + budget - t) / pairs_left--;
 			ctl.asleep_waits = ctl.main_stops = ctl.stalls = 0;
 			ctl.opened = 0;
-			bad = run_case(iters);
+			bad = run_case(&ran);
 			printf("%-20s %-7s %5u iterations: main asleep %u, "
 			       "main stopped before its sleep %u, releaser "
 			       "stopped after its release %u, main through "
 			       "meanwhile %u; %.1f s%s\n",
 			       kase_name[ctl.kase], reuse_mode_name[ctl.mode],
-			       iters, ctl.asleep_waits, ctl.main_stops,
+			       ran, ctl.asleep_waits, ctl.main_stops,
 			       ctl.stalls, ctl.opened, now_s() - t,
 			       bad ? "  FAILED" : "");
 			fflush(stdout);
