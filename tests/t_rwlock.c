@@ -510,43 +510,62 @@ static void pshared_fork(void)
    asleep on the lock, must make none.  (The rwlock used to ask with two
    of these calls before every sleep.) */
 static pthread_rwlock_t ql;
+/* One locker thread for all rounds, made before the filter: a thread's
+   creation may ask about scheduling itself (AddressSanitizer's thread
+   start calls pthread_getattr_np, which asks the kernel as glibc's
+   does), and that is not the rwlock's question.  Round n: main sets
+   q_mode (0 read, 1 write, -1 end) and q_seq = n; the locker takes the
+   lock that way, releases it and sets q_ack = n. */
+static int q_seq, q_ack, q_mode;
 static pid_t q_tid;
 
 static void *q_locker(void *arg)
 {
-	int write = arg != NULL;
+	int seen = 0;
 
+	(void)arg;
 	__atomic_store_n(&q_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	CHECK_ERR(write ? pthread_rwlock_wrlock(&ql) : pthread_rwlock_rdlock(&ql), 0);
-	CHECK_ERR(pthread_rwlock_unlock(&ql), 0);
-	return NULL;
+	for (;;) {
+		int mode;
+
+		while (__atomic_load_n(&q_seq, __ATOMIC_ACQUIRE) == seen)
+			sched_yield();
+		seen = __atomic_load_n(&q_seq, __ATOMIC_ACQUIRE);
+		mode = __atomic_load_n(&q_mode, __ATOMIC_RELAXED);
+		if (mode < 0)
+			return NULL;
+		CHECK_ERR(mode ? pthread_rwlock_wrlock(&ql) : pthread_rwlock_rdlock(&ql), 0);
+		CHECK_ERR(pthread_rwlock_unlock(&ql), 0);
+		__atomic_store_n(&q_ack, seen, __ATOMIC_RELEASE);
+	}
 }
 
 /* The main thread holds the lock the other way; the locker sleeps on
    it until released. */
 static void q_round(int write)
 {
-	pthread_t t;
-	pid_t tid;
+	int n = __atomic_load_n(&q_seq, __ATOMIC_RELAXED) + 1;
 
-	__atomic_store_n(&q_tid, 0, __ATOMIC_RELAXED);
 	CHECK_ERR(write ? pthread_rwlock_rdlock(&ql) : pthread_rwlock_wrlock(&ql), 0);
-	REQUIRE(pthread_create(&t, NULL, q_locker, write ? &ql : NULL) == 0,
-		"create");
-	while (!(tid = __atomic_load_n(&q_tid, __ATOMIC_ACQUIRE)))
-		sched_yield();
-	CHECK(task_asleep(tid, 5000000000L), "%s never slept on the lock",
+	__atomic_store_n(&q_mode, write, __ATOMIC_RELAXED);
+	__atomic_store_n(&q_seq, n, __ATOMIC_RELEASE);
+	CHECK(task_asleep(q_tid, 5000000000L), "%s never slept on the lock",
 	      write ? "writer" : "reader");
 	CHECK_ERR(pthread_rwlock_unlock(&ql), 0);
-	pthread_join(t, NULL);
+	while (__atomic_load_n(&q_ack, __ATOMIC_ACQUIRE) != n)
+		sched_yield();
 }
 
 static void no_sched_queries_child(void)
 {
 	static const int nrs[] = {SYS_sched_getscheduler, SYS_sched_getparam,
 				  SYS_sched_getattr};
+	pthread_t t;
 
 	CHECK_ERR(pthread_rwlock_init(&ql, NULL), 0);
+	REQUIRE(pthread_create(&t, NULL, q_locker, NULL) == 0, "create");
+	while (!__atomic_load_n(&q_tid, __ATOMIC_ACQUIRE))
+		sched_yield();
 	q_round(0); /* settles the hint */
 	q_round(1);
 	trap_result = -ENOSYS;
@@ -559,6 +578,9 @@ static void no_sched_queries_child(void)
 	CHECK(trap_count == 0, "20 reader and 20 writer sleeps on a rwlock: "
 	      "expected no question to the kernel about scheduling, got %d",
 	      trap_count);
+	__atomic_store_n(&q_mode, -1, __ATOMIC_RELAXED);
+	__atomic_store_n(&q_seq, q_seq + 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
 }
 
 int main(void)

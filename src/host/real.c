@@ -41,13 +41,18 @@ int host_real_resolve(void)
 	REAL(pthread_setname_np, "GLIBC_2.34");
 	REAL(pthread_getname_np, "GLIBC_2.34");
 	REAL(pthread_getcpuclockid, "GLIBC_2.34");
-	REAL(pthread_gettid_np, "GLIBC_2.42");
 	REAL(confstr, "GLIBC_2.2.5");
 	REAL(pthread_key_create, "GLIBC_2.34");
 	REAL(pthread_key_delete, "GLIBC_2.34");
 	REAL(pthread_getspecific, "GLIBC_2.34");
 	REAL(pthread_setspecific, "GLIBC_2.34");
 	REAL(thrd_create, "GLIBC_2.34");
+	/* Last: glibc before 2.42 has no pthread_gettid_np, and a failed
+	   lookup mallocs its error message.  Under ASan that malloc is the
+	   first one and starts ASan, which calls pthread_key_create (weft's,
+	   forwarding while weft starts): everything it may forward to must
+	   be resolved by then, or it jumps to NULL. */
+	REAL(pthread_gettid_np, "GLIBC_2.42");
 #undef REAL
 	r->register_atfork = dlvsym(RTLD_DEFAULT, "__register_atfork", "GLIBC_2.3.2");
 	r->cxa_thread_atexit_impl =
