@@ -373,9 +373,24 @@ app_pi_stress() {
 	echo "inversions counted: $([ "${n:-0}" -gt 0 ] && echo yes || echo NO)"
 	echo "watchdog: $(grep -q 'WATCHDOG triggered' "$out/pi.log" && echo TRIGGERED || echo quiet)"
 }
+# pip_stress's verdict has a race of its own: the middle process must
+# fork the medium one and reach its lock on the PI mutex while the low
+# process sleeps 500 us holding it (rt-tests 2.40 has no option to widen
+# that), else it prints "No inversion incurred".  A fork that is slower
+# than glibc's (weft's, issue 16) loses it more often on a loaded machine
+# (2026-11-27, CI running beside it: glibc 100 of 100 runs, weft 68 of
+# 100).  What this checks is the PI hand-off across processes, so a run
+# that missed the window is made again, 3 times at most, and the note
+# says how many it took.
 app_pip_stress() {
 	skip_unless_fifo || return 0
-	step pip_stress
+	local i r
+	for i in 1 2 3; do
+		r=$(step pip_stress)
+		case $r in *"Successfully used priority inheritance"*) break ;; esac
+	done
+	echo "$r"
+	note "pip_stress: attempt $i of 3: ${r:-no output}"
 }
 app_lmdb() {
 	mkdir -p "$out/lmdb"
