@@ -41,13 +41,18 @@ int host_real_resolve(void)
 	REAL(pthread_setname_np, "GLIBC_2.34");
 	REAL(pthread_getname_np, "GLIBC_2.34");
 	REAL(pthread_getcpuclockid, "GLIBC_2.34");
-	REAL(pthread_gettid_np, "GLIBC_2.42");
 	REAL(confstr, "GLIBC_2.2.5");
 	REAL(pthread_key_create, "GLIBC_2.34");
 	REAL(pthread_key_delete, "GLIBC_2.34");
 	REAL(pthread_getspecific, "GLIBC_2.34");
 	REAL(pthread_setspecific, "GLIBC_2.34");
 	REAL(thrd_create, "GLIBC_2.34");
+	/* Last: absent before 2.42, and a failed lookup mallocs its error
+	   message; an allocator that calls pthread functions (jemalloc
+	   creates its key) then re-enters weft, which forwards them during
+	   start-up through the pointers above (one still NULL here crashed
+	   every program linked with jemalloc under weft). */
+	REAL(pthread_gettid_np, "GLIBC_2.42");
 #undef REAL
 	r->register_atfork = dlvsym(RTLD_DEFAULT, "__register_atfork", "GLIBC_2.3.2");
 	r->cxa_thread_atexit_impl =
