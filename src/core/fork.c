@@ -27,8 +27,18 @@ int weft_self_pid(void)
 	return pid;
 }
 
+/* Whether fork_prepare took the locks.  With one thread nobody else can
+   hold them, and the forking thread may be a signal handler that
+   interrupted its own holder: glibc takes none of its locks then (so
+   that fork from a handler works in a single-threaded program), and
+   neither does weft. */
+static int fork_locked;
+
 static void fork_prepare(void)
 {
+	fork_locked = !host_single_threaded();
+	if (!fork_locked)
+		return;
 	thread_default_lock_for_fork();
 	stack_cache_lock_for_fork();
 	registry_lock_for_fork();
@@ -36,6 +46,8 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	if (!fork_locked)
+		return;
 	registry_unlock_after_fork();
 	stack_cache_unlock_after_fork();
 	thread_default_unlock_after_fork();
@@ -76,6 +88,11 @@ static void fork_child(void)
 	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
 	stats_reset_in_child();
 	__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
+	/* A probe another thread was running is gone with that thread (the
+	   prober waits for it, so it cannot be the forking thread): the
+	   child's first creation runs its own. */
+	if (__atomic_load_n(&weft_threads_state, __ATOMIC_RELAXED) == 1)
+		__atomic_store_n(&weft_threads_state, 0, __ATOMIC_RELAXED);
 	thread_default_reset_in_child();
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();
