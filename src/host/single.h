@@ -6,12 +6,12 @@
    thread glibc makes for itself (timer, mq_notify, aio helpers), so the
    flag is false before any second thread that weft or glibc made runs.
 
-   What glibc's own single-threaded paths rest on, weft's rest on too
-   (docs/sync.md, "One thread"): a thread made by a raw clone outside any
-   library leaves the flag set, and glibc's mutexes, malloc and stdio
-   then take no atomic step either.  The flag is the one glibc exports,
-   read through weft's GOT: the executable's copy when the program was
-   linked with a copy relocation, which glibc clears as well. */
+   weft's fork handlers take no lock while it is true, as glibc's fork
+   takes none (core/fork.c).  A thread made by a raw clone outside any
+   library leaves the flag set, for glibc's paths and weft's alike.  The
+   flag is the one glibc exports, read through weft's GOT: the
+   executable's copy when the program was linked with a copy
+   relocation, which glibc clears as well. */
 #ifndef WEFT_HOST_SINGLE_H
 #define WEFT_HOST_SINGLE_H
 
