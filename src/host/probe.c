@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 
 #include "attr_layout.h"
+#include "env.h"
 #include "layout.h"
 #include "real.h"
 
@@ -289,6 +290,9 @@ const char *host_layout_probe(void)
 		return "the probe glibc thread failed (its result)";
 	if (FIELD(P.tcb, L.result, void *) != PROBE_RESULT)
 		differs("result");
+	/* Tests of what a late refusal does (docs/tunables.md). */
+	if (host_getenv("WEFT_TEST_REFUTE_PROBE"))
+		differs("WEFT_TEST_REFUTE_PROBE");
 	/* Joined: glibc is done with a thread on a user stack (its TLS was
 	   released by the join), so the mapping goes. */
 	sys_munmap(P.stack, P.stack_size);
