@@ -37,22 +37,6 @@ extern char **environ;
 static long n_fast = 2000000, n_fork = 300, n_start = 1000;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static double best_of_5(void (*fn)(long), long n)
-{
-	double best = 1e30;
-
-	fn(n / 10); /* warm-up */
-	for (int b = 0; b < 5; b++) {
-		double t0 = bench_now(), dt;
-
-		fn(n);
-		dt = (bench_now() - t0) * 1e9 / (double)n;
-		if (dt < best)
-			best = dt;
-	}
-	return best;
-}
-
 static void op_mutex(long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -185,9 +169,9 @@ int main(int argc, char **argv)
 	self_path[len] = 0;
 	printf("RESULT");
 	if (want(what, "mutex"))
-		printf(" mutex_ns=%.2f", best_of_5(op_mutex, n_fast));
+		printf(" mutex_ns=%.2f", bench_best_of_5(op_mutex, n_fast));
 	if (want(what, "malloc"))
-		printf(" malloc_ns=%.2f", best_of_5(op_malloc, n_fast));
+		printf(" malloc_ns=%.2f", bench_best_of_5(op_malloc, n_fast));
 	if (want(what, "fork"))
 		printf(" fork_us=%.1f", median_us(do_fork, n_fork));
 	if (want(what, "spawn"))
