@@ -7,7 +7,9 @@
 # code and then weft's, and hung a few runs in ten.  Here: 200 runs over
 # MALLOC_CONF variants and both load orders, each bounded in time; every
 # run must finish, jemalloc must report its background threads enabled,
-# weft must be active and the program's own threads weft's.  Each run
+# weft must be active and the program's own threads weft's (or, with
+# jemalloc first in LD_PRELOAD, glibc's threads adopted by weft when made
+# while the probe ran, docs/glibc-host.md).  Each run
 # also makes one thread with glibc's own pthread_create (as a library
 # that calls libc directly would): weft adopts it at its first call, and
 # it must end (it once never did: each free of glibc's exit-hook list
@@ -79,6 +81,7 @@ int main(void)
 	int (*glibc_join)(pthread_t, void **);
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
 	int gorigin = 0;
+	const char *allow = getenv("ALLOW_ADOPTED");
 	bool bg = false;
 	size_t sz = sizeof bg;
 	if (mallctl("background_thread", &bg, &sz, NULL, 0) != 0) {
@@ -99,7 +102,7 @@ int main(void)
 		return 6;
 	}
 	for (int i = 0; i < NT; i++)
-		if (origins[i] != 1) {
+		if (origins[i] != 1 && !(origins[i] == 3 && allow && *allow)) {
 			printf("thread %d origin %d\n", i, origins[i]);
 			return 5;
 		}
@@ -131,12 +134,18 @@ while [ $n -lt "$runs" ]; do
 		for conf in "${confs[@]}"; do
 			[ $n -lt "$runs" ] || break 2
 			n=$((n + 1))
+			# jemalloc first: its background threads are made
+			# through weft, the first of them while weft starts
+			# (so it is glibc's), the next ones maybe while the
+			# probe runs, and a creation by main meanwhile goes to
+			# glibc too (an adopted thread, origin 3)
+			allow=
 			case $order in
 			none) pre= ;;
 			weft) pre=$lib ;;
-			*) pre="$je $lib" ;;
+			*) pre="$je $lib"; allow=1 ;;
 			esac
-			out=$(MALLOC_CONF=$conf LD_PRELOAD=$pre timeout -k 2 20 "$tmp/prog" 2>&1)
+			out=$(ALLOW_ADOPTED=$allow MALLOC_CONF=$conf LD_PRELOAD=$pre timeout -k 2 20 "$tmp/prog" 2>&1)
 			rc=$?
 			want="active=1 bg=1 turns=80"
 			if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then

@@ -89,8 +89,8 @@ static void fork_child(void)
 	stats_reset_in_child();
 	__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
 	/* A probe another thread was running is gone with that thread (the
-	   prober waits for it, so it cannot be the forking thread): the
-	   child's first creation runs its own. */
+	   prober waits for the probe thread, so it is not the one forking):
+	   the child's first creation runs its own. */
 	if (__atomic_load_n(&weft_threads_state, __ATOMIC_RELAXED) == 1)
 		__atomic_store_n(&weft_threads_state, 0, __ATOMIC_RELAXED);
 	thread_default_reset_in_child();

@@ -164,16 +164,16 @@ int weft_init_slow(void)
    The probe thread runs here, once, before the first thread weft makes:
    it checks the facts a new thread shows and switches glibc into
    multi-threaded mode, which glibc itself does at its first
-   pthread_create.  Another thread that creates one meanwhile waits for
-   the probe; a creation nested in the probe's own (an allocator called
-   from glibc's pthread_create starting a helper thread) goes to glibc.
-   If the probe refuted the release, thread creation goes to glibc for
-   good: such threads are glibc's for their whole life (adopted like
-   glibc's own helper threads), and weft keeps serving every call that
-   rests only on the facts step two checked. */
+   pthread_create.  A creation meanwhile, nested in the probe's own (an
+   allocator called from glibc's pthread_create starting a helper
+   thread) or from another thread, goes to glibc rather than wait: the
+   waiter might hold a lock (an allocator's) that the probe's creation
+   needs.  If the probe refuted the release, thread creation goes to
+   glibc for good.  Such threads are glibc's for their whole life,
+   adopted like glibc's own helper threads, and weft keeps serving every
+   call that rests only on the facts step two checked. */
 int weft_threads_state; /* 0 not checked, 1 probing, 2 weft's, 3 glibc's */
 static const char *threads_refused;
-static int prober_tid;
 
 int weft_threads_check_slow(void)
 {
@@ -181,16 +181,8 @@ int weft_threads_check_slow(void)
 	int s = 0;
 
 	if (!__atomic_compare_exchange_n(&weft_threads_state, &s, 1, 0,
-					 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
-		if (s != 1)
-			return s == 2;
-		if (__atomic_load_n(&prober_tid, __ATOMIC_RELAXED) == sys_gettid())
-			return 0; /* nested in the probe's creation */
-		while ((s = __atomic_load_n(&weft_threads_state, __ATOMIC_ACQUIRE)) == 1)
-			futex_wait(&weft_threads_state, 1, WEFT_FUTEX_PRIVATE);
-		return s == 2;
-	}
-	__atomic_store_n(&prober_tid, sys_gettid(), __ATOMIC_RELAXED);
+					 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+		return s == 2; /* probing meanwhile, or refused */
 	why = host_layout_probe();
 	if (why) {
 		threads_refused = why;
@@ -199,9 +191,7 @@ int weft_threads_check_slow(void)
 			   "pthread_create from now on (weft serves the rest)\n",
 			why);
 	}
-	__atomic_store_n(&prober_tid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&weft_threads_state, why ? 3 : 2, __ATOMIC_RELEASE);
-	futex_wake(&weft_threads_state, 0x7fffffff, WEFT_FUTEX_PRIVATE);
 	return !why;
 }
 
