@@ -173,6 +173,7 @@ int weft_init_slow(void)
    adopted like glibc's own helper threads, and weft keeps serving every
    call that rests only on the facts step two checked. */
 int weft_threads_state; /* 0 not checked, 1 probing, 2 weft's, 3 glibc's */
+int weft_threads_seen;
 static const char *threads_refused;
 
 int weft_threads_check_slow(void)
@@ -180,6 +181,7 @@ int weft_threads_check_slow(void)
 	const char *why;
 	int s = 0;
 
+	__atomic_store_n(&weft_threads_seen, 1, __ATOMIC_RELAXED);
 	if (!__atomic_compare_exchange_n(&weft_threads_state, &s, 1, 0,
 					 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
 		return s == 2; /* probing meanwhile, or refused */

@@ -100,6 +100,7 @@ static struct weft_thread *adopt_self(void)
 	char *tcb = arch_thread_pointer();
 	struct weft_thread *t;
 
+	__atomic_store_n(&weft_threads_seen, 1, __ATOMIC_RELAXED);
 	if (sys_gettid() == sys_getpid()) {
 		t = &main_thread;
 		t->origin = WEFT_ORIGIN_MAIN;

@@ -232,6 +232,9 @@ static inline int weft_threads_ready(void)
 		return 1;
 	return weft_threads_check_slow();
 }
+/* Set once weft makes or adopts a thread (the main thread included):
+   until then a fork child has nothing of weft's to reset. */
+extern int weft_threads_seen;
 /* Why the probe refused weft's own threads, or NULL. */
 const char *weft_threads_refused(void);
 
