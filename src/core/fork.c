@@ -108,9 +108,13 @@ static void fork_child(void)
 		   itself held, when a signal handler forks, stays held in
 		   the child, where, as after glibc's own fork from a
 		   handler, only async-signal-safe calls may follow.  Only
-		   the cached pid is the parent's. */
+		   the cached pid is the parent's, and with WEFT_STATS the
+		   parent's lock records (a process-shared mutex can be
+		   contended without threads). */
 		if (__atomic_load_n(&cached_pid, __ATOMIC_RELAXED))
 			__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
+		if (stats_enabled())
+			stats_reset_in_child();
 		return;
 	}
 
