@@ -142,7 +142,7 @@ $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexcept
 # (src/core/unwind.c).
 $(B)/libweft.so: $(LIB_OBJS) $(HDR_CHECKS)
 	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
-		-o $@ $(LIB_OBJS) -lgcc_s -lc
+		-o $@ $(LIB_OBJS) -lc
 	ln -sf libweft.so $(B)/$(SONAME)
 
 $(B)/libweft.a: $(LIB_OBJS)

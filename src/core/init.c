@@ -185,6 +185,9 @@ int weft_threads_check_slow(void)
 	if (!__atomic_compare_exchange_n(&weft_threads_state, &s, 1, 0,
 					 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
 		return s == 2; /* probing meanwhile, or refused */
+	/* Every thread may be cancelled or exit from here on: the unwinder
+	   is loaded now, not in a signal handler or a dying thread. */
+	(void)host_unwinder_load();
 	why = host_layout_probe();
 	if (why) {
 		threads_refused = why;
