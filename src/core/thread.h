@@ -222,6 +222,14 @@ static inline int weft_serving(void)
 		return weft_init_slow();
 	return weft_is_active;
 }
+/* weft_is_active alone (set once by start-up, after the host layout is
+   known): the inline fast paths (a free mutex, a key, a condvar with no
+   waiter) test only this; start-up, forwarding and every other case go
+   out of line, through weft_serving. */
+static inline int weft_active_now(void)
+{
+	return __builtin_expect(__atomic_load_n(&weft_is_active, __ATOMIC_RELAXED), 1);
+}
 /* Whether weft makes the thread a creation asks for (else glibc's own
    pthread_create does, init.c): the first call runs the probe thread. */
 extern int weft_threads_state;
