@@ -138,16 +138,19 @@ $(B)/obj/%.o: %.S Makefile | $(VIEWS)
 # caller and run its cleanup (src/sync/once.c).
 $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexceptions
 
-# libgcc_s: _Unwind_ForcedUnwind for pthread_exit and cancellation
-# (src/core/unwind.c).
+# No libgcc_s: the unwinder is opened when something may first unwind,
+# and weft's landing pads name the hidden forwarders of
+# src/host/unwind_stubs.c (src/host/unwinder.c).
 $(B)/libweft.so: $(LIB_OBJS) $(HDR_CHECKS)
 	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
-		-o $@ $(LIB_OBJS) -lgcc_s -lc
+		-o $@ $(LIB_OBJS) -lc
 	ln -sf libweft.so $(B)/$(SONAME)
 
+# Without the forwarders: in a program linked with the archive they would
+# serve the program's own landing pads too; libgcc's own serve them there.
 $(B)/libweft.a: $(LIB_OBJS)
 	rm -f $@
-	ar rcs $@ $(LIB_OBJS)
+	ar rcs $@ $(filter-out %/unwind_stubs.o,$(LIB_OBJS))
 
 $(BIN)/weft: tools/weft.c Makefile | $(B)/libweft.so
 	$(MKDIRS)

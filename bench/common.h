@@ -25,6 +25,25 @@ static inline double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ns per call of fn(n), which makes n calls: the best of 5 batches
+   after a warm-up of n/10 (the minimum filters out interruptions; the
+   driver takes medians over runs). */
+static inline double bench_best_of_5(void (*fn)(long), long n)
+{
+	double best = 1e30;
+
+	fn(n / 10);
+	for (int b = 0; b < 5; b++) {
+		double t0 = bench_now(), dt;
+
+		fn(n);
+		dt = (bench_now() - t0) * 1e9 / (double)n;
+		if (dt < best)
+			best = dt;
+	}
+	return best;
+}
+
 /* Number of the process's mappings (lines of /proc/self/maps), or -1. */
 static inline long bench_maps_count(void)
 {

@@ -28,8 +28,6 @@ static long n_fast = 2000000, n_sys = 200000;
 static pthread_key_t key;
 static int fd_null, fd_zero;
 
-typedef void (*op_fn)(long n);
-
 static void op_get(long n)
 {
 	void *sink = NULL;
@@ -79,23 +77,6 @@ static void op_raw_write(long n)
 			bench_die("syscall write", errno);
 }
 
-/* Best of 5 batches, in ns per call. */
-static double time_op(op_fn fn, long n)
-{
-	double best = 1e30;
-
-	fn(n / 10); /* warm-up */
-	for (int b = 0; b < 5; b++) {
-		double t0 = bench_now(), dt;
-
-		fn(n);
-		dt = (bench_now() - t0) * 1e9 / (double)n;
-		if (dt < best)
-			best = dt;
-	}
-	return best;
-}
-
 static double res[6];
 
 static void *bench_thread(void *arg)
@@ -103,12 +84,12 @@ static void *bench_thread(void *arg)
 	(void)arg;
 	if (pthread_setspecific(key, (void *)1) != 0)
 		bench_die("pthread_setspecific", EINVAL);
-	res[0] = time_op(op_get, n_fast);
-	res[1] = time_op(op_set, n_fast);
-	res[2] = time_op(op_testcancel, n_fast);
-	res[3] = time_op(op_write, n_sys);
-	res[4] = time_op(op_read, n_sys);
-	res[5] = time_op(op_raw_write, n_sys);
+	res[0] = bench_best_of_5(op_get, n_fast);
+	res[1] = bench_best_of_5(op_set, n_fast);
+	res[2] = bench_best_of_5(op_testcancel, n_fast);
+	res[3] = bench_best_of_5(op_write, n_sys);
+	res[4] = bench_best_of_5(op_read, n_sys);
+	res[5] = bench_best_of_5(op_raw_write, n_sys);
 	return NULL;
 }
 

@@ -84,6 +84,9 @@ SIZES = {
     "inversion_n": (1000, 30),          # priority-inversion rounds per run
     "inversion_spin_us": (500, 200),    # the medium thread's spin bound
     "tsd_n": (2000000, 100000),         # calls per batch (a tenth for system calls)
+    "st_n": (2000000, 100000),          # single thread: lock/malloc pairs per batch
+    "st_forks": (300, 30),              # forks, spawns of /bin/true per run
+    "st_starts": (1000, 50),            # process starts per run
 }
 
 # name, title, paper reference, headline metric description
@@ -115,6 +118,9 @@ EXPERIMENTS = [
      "seconds for 32 threads to run all entries (lower is better)"),
     ("tsd", "Thread-specific data and a cancellation point that does not cancel", "issue 5",
      "ns per call in a created thread, best of 5 batches (lower is better)"),
+    ("st", "A program that never creates a thread", "issue 16",
+     "mutex, malloc: ns a pair, best of 5 batches; fork, spawn (/bin/true), start (to main and "
+     "exit): µs each, median of the run (lower is better)"),
 ]
 EXP_NAMES = [e[0] for e in EXPERIMENTS]
 
@@ -292,6 +298,13 @@ def build_plan(opt, S):
                   "syscall_write"):
             add(Config("tsd", m, "tsd_cancel", ["-n", S["tsd_n"]], f"{m}_ns", False, pin,
                        work=S["tsd_n"]))
+        for m, unit in (("mutex", "ns"), ("malloc", "ns"), ("fork", "us"), ("spawn", "us"),
+                        ("start", "us")):
+            add(Config("st", m, "single_thread",
+                       ["-m", m, "-n", S["st_n"], "-f", S["st_forks"], "-s", S["st_starts"]],
+                       f"{m}_{unit}", False, pin,
+                       work=S["st_starts"] if m == "start" else
+                       S["st_forks"] if unit == "us" else S["st_n"]))
         for K in S["contention_K"]:
             add(Config("contention", f"K{K}", "sync_contention",
                        ["-t", 32, "-k", K, "-e", S["contention_e"]], "sec", False, pin, x=K,

@@ -15,7 +15,7 @@ WEFT_EXPORT int thrd_create(thrd_t *thr, thrd_start_t func, void *arg)
 	pthread_t t;
 	int err;
 
-	if (!weft_serving())
+	if (!weft_serving() || !weft_threads_ready())
 		return host_real.thrd_create(thr, func, arg);
 	weft_self();
 	err = thread_create_c11(&t, func, arg);

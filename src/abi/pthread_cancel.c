@@ -57,6 +57,9 @@ WEFT_EXPORT int pthread_cancel(pthread_t th)
 
 	if (!weft_serving())
 		return GLIBC_FN(pthread_cancel)(th);
+	/* The target's handler unwinds: the unwinder must be loaded
+	   before, not in the handler (host/unwinder.h). */
+	(void)host_unwinder_load();
 	x = target_of(th);
 	if (x.err)
 		return x.err;

@@ -30,6 +30,8 @@ WEFT_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 
 WEFT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
+	if (weft_active_now() && cond_no_waiter(wcond_of(c)))
+		return 0;
 	if (!weft_serving())
 		return GLIBC_FN(pthread_cond_signal)(c);
 	return cond_signal(wcond_of(c));
@@ -37,6 +39,8 @@ WEFT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 
 WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
+	if (weft_active_now() && cond_no_waiter(wcond_of(c)))
+		return 0;
 	if (!weft_serving())
 		return GLIBC_FN(pthread_cond_broadcast)(c);
 	return cond_broadcast(wcond_of(c));

@@ -46,12 +46,6 @@ __attribute__((noinline)) static int setspecific_slow(pthread_key_t key,
 	return tsd_set(key, (const void *)value);
 }
 
-static inline int active(void)
-{
-	return __builtin_expect(__atomic_load_n(&weft_is_active, __ATOMIC_RELAXED),
-				1);
-}
-
 WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 {
 	struct weft_thread *t;
@@ -60,7 +54,7 @@ WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 	/* No "key exists" test needed: a slot's value is non-NULL only when
 	   it was stored under an odd (live) sequence, which an unused or
 	   deleted key's even one never equals. */
-	if (active() && (t = tsd_fast_self(key, &seq)) != NULL)
+	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL)
 		return t->tsd_inline[key].seq == seq ? t->tsd_inline[key].value
 						     : NULL;
 	return getspecific_slow(key);
@@ -71,7 +65,7 @@ WEFT_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
 	struct weft_thread *t;
 	uintptr_t seq;
 
-	if (active() && (t = tsd_fast_self(key, &seq)) != NULL) {
+	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
 		if (!(seq & 1))
 			return EINVAL;
 		t->tsd_inline[key].seq = seq;

@@ -41,16 +41,9 @@ WEFT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 	return mutex_destroy(wmutex_of(m));
 }
 
-/* The fast paths test weft_is_active only (set once by start-up, after
-   the host layout is known); start-up itself, fallback mode and every
-   contended case go through an out-of-line function, so that the fast
-   path needs no stack frame. */
-static inline int active(void)
-{
-	return __builtin_expect(__atomic_load_n(&weft_is_active, __ATOMIC_RELAXED),
-				1);
-}
-
+/* The fast paths test weft_is_active only (weft_active_now); start-up,
+   fallback mode and every contended case go through an out-of-line
+   function, so that the fast path needs no stack frame. */
 __attribute__((noinline)) static int lock_slow(pthread_mutex_t *m)
 {
 	if (!weft_serving())
@@ -62,7 +55,7 @@ __attribute__((noinline)) static int lock_slow(pthread_mutex_t *m)
 
 WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	if (__builtin_expect(active() && mutex_trylock_fast(wmutex_of(m)) == 0, 1))
+	if (__builtin_expect(weft_active_now() && mutex_trylock_fast(wmutex_of(m)) == 0, 1))
 		return 0;
 	return lock_slow(m);
 }
@@ -107,7 +100,7 @@ __attribute__((noinline)) static int unlock_slow(pthread_mutex_t *m)
 
 WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	if (__builtin_expect(active() && mutex_unlock_fast(wmutex_of(m)) == 0, 1))
+	if (__builtin_expect(weft_active_now() && mutex_unlock_fast(wmutex_of(m)) == 0, 1))
 		return 0;
 	return unlock_slow(m);
 }

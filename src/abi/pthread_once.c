@@ -6,12 +6,16 @@
 
 WEFT_EXPORT int pthread_once(pthread_once_t *once, void (*init)(void))
 {
-	if (!weft_serving())
-		return GLIBC_FN(pthread_once)(once, init);
 	/* Fast path: done already; the acquire pairs with the runner's
 	   release, so the routine's effects are visible. */
-	if (__builtin_expect(__atomic_load_n(once, __ATOMIC_ACQUIRE) ==
-				     ONCE_DONE, 1))
+	if (__builtin_expect(weft_active_now() &&
+				     __atomic_load_n(once, __ATOMIC_ACQUIRE) ==
+					     ONCE_DONE,
+			     1))
+		return 0;
+	if (!weft_serving())
+		return GLIBC_FN(pthread_once)(once, init);
+	if (__atomic_load_n(once, __ATOMIC_ACQUIRE) == ONCE_DONE)
 		return 0;
 	return once_slow(once, init);
 }

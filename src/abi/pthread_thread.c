@@ -9,7 +9,7 @@
 WEFT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
 			       void *(*start)(void *), void *arg)
 {
-	if (!weft_serving())
+	if (!weft_serving() || !weft_threads_ready())
 		return host_real.pthread_create(th, attr, start, arg);
 	weft_self(); /* a glibc-made creator is adopted first */
 	return thread_create(th, attr, start, arg);

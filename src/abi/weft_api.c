@@ -84,12 +84,17 @@ static void print_mutex_kinds(int fd)
 WEFT_EXPORT void weft_print_info(int fd)
 {
 	int active = weft_serving();
+	/* The probe thread runs at a program's first thread creation; info
+	   runs it now, so that its host line says what that creation finds. */
+	int threads = active && weft_threads_ready();
 
 	dprintf(fd, "weft %s\n", WEFT_VERSION_STR);
 	dprintf(fd, "glibc: %s\n", host_glibc_version());
 	dprintf(fd, "host: %s\n", weft_host_status());
 	dprintf(fd, "mode: %s\n",
-		active ? "serving" : "forwarding to glibc");
+		!active	   ? "forwarding to glibc"
+		: threads ? "serving"
+			  : "serving, but thread creation goes to glibc");
 	if (active) {
 		dprintf(fd, "glibc thread list: %s\n",
 			host_threads_listed() ? "member (set*id, dlopen TLS reach weft threads)"

@@ -33,6 +33,7 @@
 
 #include "kernel/syscall.h"
 #include "cancel_inline.h"
+#include "thread.h"
 
 __thread int weft_in_cp __attribute__((tls_model("initial-exec")));
 
@@ -43,6 +44,10 @@ __attribute__((noreturn)) void cancel_act(void)
 {
 	char *tcb = arch_thread_pointer();
 
+	if (__builtin_expect(weft_threads_refused() != NULL, 0)) {
+		weft_in_cp = 0;
+		host_real.pthread_exit(PTHREAD_CANCELED); /* as cancel_exit */
+	}
 	__atomic_fetch_or(host_cancel_word(tcb), HOST_EXITING, __ATOMIC_ACQ_REL);
 	*host_result(tcb) = PTHREAD_CANCELED;
 	weft_in_cp = 0;

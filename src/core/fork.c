@@ -27,8 +27,21 @@ int weft_self_pid(void)
 	return pid;
 }
 
+/* Whether fork_prepare took the locks.  With one thread nobody else can
+   hold them, and the forking thread may be a signal handler that
+   interrupted its own holder: glibc takes none of its locks then (so
+   that fork from a handler works in a single-threaded program), and
+   neither does weft. */
+static int fork_locked;
+
 static void fork_prepare(void)
 {
+	int lock = !host_single_threaded();
+
+	if (fork_locked != lock) /* a write each fork would copy a page */
+		fork_locked = lock;
+	if (!lock)
+		return;
 	thread_default_lock_for_fork();
 	stack_cache_lock_for_fork();
 	registry_lock_for_fork();
@@ -36,6 +49,8 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	if (!fork_locked)
+		return;
 	registry_unlock_after_fork();
 	stack_cache_unlock_after_fork();
 	thread_default_unlock_after_fork();
@@ -68,21 +83,60 @@ static void drop_in_child(struct weft_thread *t)
 	}
 }
 
+static int all_zero(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (c[i])
+			return 0;
+	return 1;
+}
+
+/* In the child every write to a page it shares with its parent copies
+   the page (a fault each): what is already in its reset state is left
+   alone, so that the child of a program that never made a thread pays
+   for no page of weft's. */
 static void fork_child(void)
 {
 	struct weft_thread *self = weft_tls_self;
 
+	if (!__atomic_load_n(&weft_threads_seen, __ATOMIC_RELAXED)) {
+		/* No thread was ever made or adopted: no descriptor, stack,
+		   slot or counter to reset, and fork_prepare took no
+		   internal lock (one thread).  A lock the forking thread
+		   itself held, when a signal handler forks, stays held in
+		   the child, where, as after glibc's own fork from a
+		   handler, only async-signal-safe calls may follow.  Only
+		   the cached pid is the parent's, and with WEFT_STATS the
+		   parent's lock records (a process-shared mutex can be
+		   contended without threads). */
+		if (__atomic_load_n(&cached_pid, __ATOMIC_RELAXED))
+			__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
+		if (stats_enabled())
+			stats_reset_in_child();
+		return;
+	}
+
 	/* <weft.h> promises counters "since fork" in a child. */
-	__builtin_memset(&weft_counters, 0, sizeof weft_counters);
+	if (!all_zero(&weft_counters, sizeof weft_counters))
+		__builtin_memset(&weft_counters, 0, sizeof weft_counters);
 	stats_reset_in_child();
-	__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&cached_pid, __ATOMIC_RELAXED))
+		__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
+	/* A probe another thread was running is gone with that thread (the
+	   prober waits for the probe thread, so it is not the one forking):
+	   the child's first creation runs its own. */
+	if (__atomic_load_n(&weft_threads_state, __ATOMIC_RELAXED) == 1)
+		__atomic_store_n(&weft_threads_state, 0, __ATOMIC_RELAXED);
 	thread_default_reset_in_child();
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);
-	runstate_reset_in_child(sys_gettid(), weft_runstate_mine
-						       ? weft_runstate_mine->cpu
-						       : NULL);
+	if (weft_runstate_mine)
+		runstate_reset_in_child(sys_gettid(), weft_runstate_mine->cpu);
+	else
+		runstate_reset_in_child(0, NULL);
 	if (self)
 		thread_ops_reset_in_child(self);
 	if (self && self->origin == WEFT_ORIGIN_CREATED)

@@ -73,8 +73,9 @@ static void exit_handlers(void)
    order: glibc's own functions must be there to forward to; libweft must
    come before libc (else the program's calls go to glibc anyway); no tool
    that watches the thread functions itself may be present; and glibc's
-   layout must be one weft knows, found without a second thread and then
-   checked by the probe thread.  Returns NULL to serve, else the reason. */
+   layout must be one weft knows, found and checked on the calling thread
+   without a second thread (the probe thread waits for the first thread
+   creation: weft_threads_check_slow).  Returns NULL to serve, else the reason. */
 static char why_not_buf[200];
 
 static const char *why_not_serve(void)
@@ -93,7 +94,7 @@ static const char *why_not_serve(void)
 	}
 	if ((why = host_layout_find()))
 		return why;
-	return host_layout_probe();
+	return host_layout_check_here();
 }
 
 static const char *host_status = "not initialised";
@@ -102,6 +103,8 @@ const char *weft_host_status(void)
 {
 	return host_status;
 }
+
+static int init_tid; /* the thread running start-up (state 1) */
 
 static void init_once(void)
 {
@@ -117,7 +120,10 @@ static void init_once(void)
 		dprintf(2, "weft: %s; forwarding all thread calls to glibc's "
 			   "own implementation\n", why);
 	} else {
-		weft_self(); /* adopt the main thread */
+		/* No thread, mapping or arena here (issue 16): the main
+		   thread is adopted by its first call that needs its
+		   descriptor, the probe thread waits for the first thread
+		   creation. */
 		fork_init();
 		cancel_init();
 		tsd_adopt_startup_keys(host_real.pthread_getspecific);
@@ -128,19 +134,77 @@ static void init_once(void)
 		exit_handlers_deferred = 1;
 }
 
-void weft_init_slow(void)
+/* Start-up runs once.  The thread running it forwards its own calls made
+   meanwhile (from inside an allocator that start-up's dlsym called, say)
+   to glibc; any other thread waits until start-up is done, so that no
+   object is used by glibc's code and then by weft's (a jemalloc
+   background thread once waited on a condvar through glibc's code while
+   start-up ran, and hung when weft signalled it after).  Returns what
+   weft_serving returns. */
+int weft_init_slow(void)
 {
 	int s = 0;
 
 	if (__atomic_compare_exchange_n(&weft_init_done, &s, 1, 0,
 					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&init_tid, sys_gettid(), __ATOMIC_RELAXED);
 		init_once();
 		__atomic_store_n(&weft_init_done, 2, __ATOMIC_RELEASE);
 		futex_wake(&weft_init_done, 0x7fffffff, WEFT_FUTEX_PRIVATE);
-		return;
+		return weft_is_active;
 	}
+	if (s == 1 && __atomic_load_n(&init_tid, __ATOMIC_RELAXED) == sys_gettid())
+		return 0;
 	while ((s = __atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE)) == 1)
 		futex_wait(&weft_init_done, 1, WEFT_FUTEX_PRIVATE);
+	return weft_is_active;
+}
+
+/* --- The first thread creation (docs/glibc-host.md, "Start-up") -------
+   The probe thread runs here, once, before the first thread weft makes:
+   it checks the facts a new thread shows and switches glibc into
+   multi-threaded mode, which glibc itself does at its first
+   pthread_create.  A creation meanwhile, nested in the probe's own (an
+   allocator called from glibc's pthread_create starting a helper
+   thread) or from another thread, goes to glibc rather than wait: the
+   waiter might hold a lock (an allocator's) that the probe's creation
+   needs.  If the probe refuted the release, thread creation goes to
+   glibc for good.  Such threads are glibc's for their whole life,
+   adopted like glibc's own helper threads, and weft keeps serving every
+   call that rests only on the facts step two checked. */
+int weft_threads_state; /* 0 not checked, 1 probing, 2 weft's, 3 glibc's */
+int weft_threads_seen;
+static const char *threads_refused;
+
+int weft_threads_check_slow(void)
+{
+	const char *why;
+	int s = 0;
+
+	__atomic_store_n(&weft_threads_seen, 1, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&weft_threads_state, &s, 1, 0,
+					 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+		return s == 2; /* probing meanwhile, or refused */
+	/* Every thread may be cancelled or exit from here on: the unwinder
+	   is loaded now, not in a signal handler or a dying thread. */
+	(void)host_unwinder_load();
+	why = host_layout_probe();
+	if (why) {
+		threads_refused = why;
+		host_status = why;
+		dprintf(2, "weft: %s; thread creation goes to glibc's own "
+			   "pthread_create from now on (weft serves the rest)\n",
+			why);
+	}
+	__atomic_store_n(&weft_threads_state, why ? 3 : 2, __ATOMIC_RELEASE);
+	return !why;
+}
+
+const char *weft_threads_refused(void)
+{
+	return __atomic_load_n(&weft_threads_state, __ATOMIC_ACQUIRE) == 3
+		       ? threads_refused
+		       : NULL;
 }
 
 __attribute__((constructor(101))) static void weft_constructor(void)

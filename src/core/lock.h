@@ -69,7 +69,8 @@ static inline void weft_unlock(weft_lock_t *l)
    the kernel refuses). */
 static inline void weft_lock_reset(weft_lock_t *l)
 {
-	l->word = 0;
+	if (l->word) /* no write, no copy of a page the parent shares */
+		l->word = 0;
 }
 
 #endif

@@ -191,5 +191,6 @@ void registry_reset_in_child(struct weft_thread *self,
 		registry_remove(t);
 		drop(t);
 	}
-	peak = live; /* counters restart in a child */
+	if (peak != live)
+		peak = live; /* counters restart in a child */
 }

@@ -17,6 +17,11 @@ static struct {
 __thread struct runstate_slot *weft_runstate_mine
 	__attribute__((tls_model("initial-exec")));
 
+/* Set by the first runstate_enter: until then the table is all zeros,
+   and a fork child need not touch it (64 KiB of .bss the parent never
+   wrote: 17 page faults in every child of a program with no thread). */
+static int slots_used;
+
 static struct runstate_slot *slot_of(int tid)
 {
 	return &slots[(unsigned)tid & (SLOTS - 1)];
@@ -31,6 +36,8 @@ void runstate_enter(int tid, const volatile uint32_t *cpu)
 						     __ATOMIC_SEQ_CST,
 						     __ATOMIC_RELAXED))
 		return; /* another live thread has it: we stay unknown */
+	if (!__atomic_load_n(&slots_used, __ATOMIC_RELAXED))
+		__atomic_store_n(&slots_used, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->blocked, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->cpu, cpu, __ATOMIC_SEQ_CST);
 	weft_runstate_mine = s;
@@ -49,15 +56,22 @@ void runstate_leave(void)
 	__atomic_store_n(&s->tid, 0, __ATOMIC_SEQ_CST);
 }
 
+/* Only what is not zero is written: a write to a page the child shares
+   with its parent copies it. */
 void runstate_reset_in_child(int tid, const volatile uint32_t *cpu)
 {
-	for (unsigned i = 0; i < SLOTS; i++) {
-		slots[i].cpu = 0;
-		slots[i].blocked = 0;
-		slots[i].tid = 0;
+	if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED)) {
+		for (unsigned i = 0; i < SLOTS; i++) {
+			if (!slots[i].tid && !slots[i].cpu && !slots[i].blocked)
+				continue;
+			slots[i].cpu = 0;
+			slots[i].blocked = 0;
+			slots[i].tid = 0;
+		}
+		for (unsigned i = 0; i < SHARDS; i++)
+			if (readers[i].open)
+				readers[i].open = 0;
 	}
-	for (unsigned i = 0; i < SHARDS; i++)
-		readers[i].open = 0;
 	weft_runstate_mine = 0;
 	runstate_enter(tid, cpu);
 }

@@ -42,7 +42,8 @@ extern __thread struct runstate_slot *weft_runstate_mine
    leave gives it back, before the thread's memory can go. */
 void runstate_enter(int tid, const volatile uint32_t *cpu);
 void runstate_leave(void);
-/* Fork child: the parent's other threads are gone. */
+/* Fork child: the parent's other threads are gone; the forking thread
+   (`tid`, 0 when it had no slot) keeps one. */
 void runstate_reset_in_child(int tid, const volatile uint32_t *cpu);
 
 /* Around a wait that sleeps in the kernel. */

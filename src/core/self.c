@@ -43,7 +43,42 @@ void adopted_free(struct weft_thread *t)
 	sys_munmap(t, ADOPTED_SIZE);
 }
 
-/* Runs when an adopted glibc thread ends: its handle goes stale. */
+/* The last step of an adopted thread: its handle goes stale, its
+   descriptor goes. */
+static void adopted_reclaim(void *p)
+{
+	struct weft_thread *t = p;
+
+	weft_tls_self = NULL;
+	thread_reclaim(t);
+}
+
+/* A glibc key whose destructor is adopted_reclaim: glibc runs its keys'
+   destructors after every thread-exit hook (__call_tls_dtors), so an
+   adopted thread keeps its descriptor through all of them.  Without it,
+   an allocator that frees in a later hook (jemalloc frees glibc's own
+   list entry after each hook) re-creates its thread state with
+   pthread_setspecific, which adopted the thread again and registered
+   another hook, for ever: a glibc-made thread under jemalloc never
+   ended.  0 not made, 1 being made, 2 made, 3 failed. */
+static int late_key_state;
+static pthread_key_t late_key;
+
+static int late_key_ready(void)
+{
+	int s = 0;
+
+	if (__atomic_compare_exchange_n(&late_key_state, &s, 1, 0,
+					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+		s = host_real.pthread_key_create(&late_key, adopted_reclaim) == 0
+			    ? 2
+			    : 3;
+		__atomic_store_n(&late_key_state, s, __ATOMIC_RELEASE);
+	}
+	return s == 2;
+}
+
+/* Runs when an adopted glibc thread ends (its first exit hook). */
 static void adopted_exit(void *p)
 {
 	struct weft_thread *t = p;
@@ -54,8 +89,10 @@ static void adopted_exit(void *p)
 	   handle would stay valid and the descriptor leak. */
 	thread_exit_duty(t, tsd_run_destructors);
 	runstate_leave();
-	weft_tls_self = NULL;
-	thread_reclaim(t);
+	if (__atomic_load_n(&late_key_state, __ATOMIC_ACQUIRE) == 2 &&
+	    host_real.pthread_setspecific(late_key, t) == 0)
+		return; /* adopted_reclaim, after the other hooks */
+	adopted_reclaim(t);
 }
 
 static struct weft_thread *adopt_self(void)
@@ -63,6 +100,7 @@ static struct weft_thread *adopt_self(void)
 	char *tcb = arch_thread_pointer();
 	struct weft_thread *t;
 
+	__atomic_store_n(&weft_threads_seen, 1, __ATOMIC_RELAXED);
 	if (sys_gettid() == sys_getpid()) {
 		t = &main_thread;
 		t->origin = WEFT_ORIGIN_MAIN;
@@ -87,8 +125,10 @@ static struct weft_thread *adopt_self(void)
 					     ? host_rseq_cpu(tcb)
 					     : NULL);
 	(void)registry_add(t);
-	if (t->origin == WEFT_ORIGIN_ADOPTED)
+	if (t->origin == WEFT_ORIGIN_ADOPTED) {
+		(void)late_key_ready();
 		host_at_thread_exit(adopted_exit, t);
+	}
 	WEFT_COUNT(adopted);
 	return t;
 }

@@ -619,5 +619,6 @@ void stack_cache_unlock_after_fork(void)
 void stack_cache_reset_in_child(void)
 {
 	weft_lock_reset(&cache_lock);
-	cache_gen++;
+	if (cache_head) /* the cached blocks are the parent's: dead here */
+		cache_gen++;
 }

@@ -196,8 +196,10 @@ void stats_reset_in_child(void)
 {
 	/* The parent's blocks stay mapped (copy-on-write) but unreachable:
 	   the child counts its own waits only, like weft_counters. */
-	__atomic_store_n(&ls_head, NULL, __ATOMIC_RELEASE);
-	ls_lost = 0;
+	if (__atomic_load_n(&ls_head, __ATOMIC_RELAXED))
+		__atomic_store_n(&ls_head, NULL, __ATOMIC_RELEASE);
+	if (ls_lost)
+		ls_lost = 0;
 }
 
 /* ------------------------------------------------------------ the report */

@@ -205,22 +205,46 @@ int weft_self_pid(void);
 
 /* --- init.c ------------------------------------------------------------- */
 extern int weft_is_active;
-void weft_init_slow(void);
+int weft_init_slow(void);
 extern int weft_init_done; /* 0 not started, 1 starting, 2 done */
 /* "ok" when weft serves, else why it forwards (weft info's host line). */
 const char *weft_host_status(void);
-/* Nonzero while start-up runs (weft forwards to glibc meanwhile). */
+/* Nonzero while start-up runs (its own thread's calls go to glibc). */
 static inline int weft_starting(void)
 {
 	return __atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) == 1;
 }
-/* Nonzero when weft serves calls; initialises on first use. */
+/* Nonzero when weft serves calls; initialises on first use (and waits
+   for a start-up another thread runs). */
 static inline int weft_serving(void)
 {
-	if (__builtin_expect(!__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE), 0))
-		weft_init_slow();
+	if (__builtin_expect(__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) != 2, 0))
+		return weft_init_slow();
 	return weft_is_active;
 }
+/* weft_is_active alone (set once by start-up, after the host layout is
+   known): the inline fast paths (a free mutex, a key, a condvar with no
+   waiter) test only this; start-up, forwarding and every other case go
+   out of line, through weft_serving. */
+static inline int weft_active_now(void)
+{
+	return __builtin_expect(__atomic_load_n(&weft_is_active, __ATOMIC_RELAXED), 1);
+}
+/* Whether weft makes the thread a creation asks for (else glibc's own
+   pthread_create does, init.c): the first call runs the probe thread. */
+extern int weft_threads_state;
+int weft_threads_check_slow(void);
+static inline int weft_threads_ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&weft_threads_state, __ATOMIC_ACQUIRE) == 2, 1))
+		return 1;
+	return weft_threads_check_slow();
+}
+/* Set once weft makes or adopts a thread (the main thread included):
+   until then a fork child has nothing of weft's to reset. */
+extern int weft_threads_seen;
+/* Why the probe refused weft's own threads, or NULL. */
+const char *weft_threads_refused(void);
 
 /* --- tsd.c: thread-specific data ------------------------------------ */
 int tsd_key_create(pthread_key_t *key, void (*destr)(void *));

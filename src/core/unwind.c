@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <unwind.h>
 
+#include "host/unwinder.h"
 #include "kernel/syscall.h"
 #include "cancel.h"
 #include "thread.h"
@@ -109,7 +110,7 @@ static _Unwind_Reason_Code stop_fn(int version, _Unwind_Action actions,
 	/* libgcc's CFA for a frame is the stack pointer the frame had when
 	   it made its call: at or above the buffer's saved stack pointer
 	   means the frame that registered it has been reached. */
-	uintptr_t cfa = (uintptr_t)_Unwind_GetCFA(ctx);
+	uintptr_t cfa = (uintptr_t)host_unwinder.get_cfa(ctx);
 	int jump = (actions & _UA_END_OF_STACK) ||
 		   (buf && cfa >= host_jmpbuf_sp(buf->jb.jmp));
 
@@ -132,9 +133,16 @@ static _Unwind_Reason_Code stop_fn(int version, _Unwind_Action actions,
 
 __attribute__((noreturn)) void cancel_unwind(void *buf)
 {
+	/* Loaded before: at the first thread creation, by pthread_cancel
+	   before it signals, by pthread_exit (host/unwinder.h); this load
+	   is the last resort of a thread glibc made and weft never saw
+	   cancelled by itself. */
+	if (host_unwinder_load())
+		DIE("weft: libgcc_s.so.1 (the unwinder) could not be loaded; "
+		    "aborting\n");
 	unwind_exc.exception_class = 0;
 	unwind_exc.exception_cleanup = swallowed;
-	_Unwind_ForcedUnwind(&unwind_exc, stop_fn, buf);
+	host_unwinder.forced_unwind(&unwind_exc, stop_fn, buf);
 	DIE("weft: the stack could not be unwound (no unwind data?); "
 	    "aborting\n");
 }
@@ -143,6 +151,11 @@ __attribute__((noreturn)) void cancel_exit(void *value)
 {
 	char *tcb = arch_thread_pointer();
 
+	/* The probe refuted the row (init.c): only glibc's threads and the
+	   main thread exist, and `result` may not be where the row says. */
+	if (__builtin_expect(weft_threads_refused() != NULL, 0))
+		host_real.pthread_exit(value);
+	(void)host_unwinder_load(); /* here, not in the unwind's frames */
 	*host_result(tcb) = value;
 	__atomic_fetch_or(host_cancel_word(tcb), HOST_EXITING, __ATOMIC_ACQ_REL);
 	weft_in_cp = 0;

@@ -14,6 +14,8 @@
      threads.h     glibc's thread lists and the set*id handshake
      libc_state.h  libc's per-thread state at a thread's end
      tid.h         the caller's tid in two loads
+     single.h      whether the process still has one thread (glibc's flag)
+     unwinder.h    libgcc's unwinder, loaded when first needed
      attr_layout.h, sched_cache.h   glibc's attribute layout, the cached
                    scheduling fields */
 #ifndef WEFT_HOST_GLIBC_H
@@ -23,8 +25,10 @@
 #include "layout.h"
 #include "libc_state.h"
 #include "real.h"
+#include "single.h"
 #include "tcb.h"
 #include "threads.h"
 #include "tid.h"
+#include "unwinder.h"
 
 #endif

@@ -5,20 +5,29 @@
    private layout from; the host's own jobs (building a TCB, glibc's
    thread lists, the per-thread libc state) read it too.
 
-   It is filled in two steps, so that the second can move:
+   It is filled at start-up and checked in two steps, so that a program
+   that never makes a thread meets no thread of weft's:
 
-     host_layout_find   everything that needs no second thread: libthread_db's
-                        descriptors, the loader's symbols and module list,
-                        __rseq_offset, libc's cancellation window, and the
-                        row of the release table (releases.c) for the facts
-                        that cannot be discovered.  Leaves no trace.
-     host_layout_probe  one glibc thread (the probe) checks the row's facts
-                        that a thread shows (TCB offsets, the user-stack
-                        marker, the join state, malloc's words) against
-                        what glibc really does; any mismatch fails closed.
+     host_layout_find        everything that needs no second thread:
+                             libthread_db's descriptors, the loader's
+                             symbols and module list, __rseq_offset,
+                             libc's cancellation window, and the row of
+                             the release table (releases.c) for the facts
+                             that cannot be discovered.  Leaves no trace.
+     host_layout_check_here  at start-up too: the row's facts the calling
+                             thread shows of itself (tid, robust_head,
+                             the cleanup chains; on the main thread the
+                             user-stack marker and stackblock).  No trace.
+     host_layout_probe       at the first thread creation weft serves:
+                             one glibc thread (the probe) checks the facts
+                             a new thread shows (res, stackblock, the
+                             user-stack marker, the join state, malloc's
+                             words, result), and switches glibc into
+                             multi-threaded mode as glibc's own first
+                             pthread_create does.
 
-   Each returns NULL when it succeeded, else the reason weft must not
-   serve (one line, for weft's message and `weft info`). */
+   Each returns NULL when it succeeded, else the reason (one line, for
+   weft's message and `weft info`): any mismatch fails closed. */
 #ifndef WEFT_HOST_LAYOUT_H
 #define WEFT_HOST_LAYOUT_H
 
@@ -116,10 +125,11 @@ struct host_layout {
 	void (*call_tls_dtors)(void);
 };
 
-/* Written only by host_layout_find and host_layout_probe. */
+/* Written only by host_layout_find. */
 extern struct host_layout host_layout;
 
 const char *host_layout_find(void);
+const char *host_layout_check_here(void);
 const char *host_layout_probe(void);
 
 /* --- Cancellation state, shared with glibc (docs/cancel.md) -----------

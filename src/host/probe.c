@@ -1,21 +1,33 @@
-/* The probe thread (layout.h, second step): one real glibc thread, made
-   with glibc's own pthread_create on a stack weft maps, whose TCB shows
-   what the release table's row claims.  Every fact a thread shows is
-   checked; one that differs refuses the release (fail closed: weft then
-   forwards, naming the facts that differed in its one line).
+/* Checking the release table's row against what glibc really does
+   (layout.h, steps two and three).  A fact that differs refuses the
+   release (fail closed), naming the facts that differed in weft's one
+   line.
 
-   It also switches glibc into multi-threaded mode the only complete
-   way (both copies of __libc_single_threaded, stdio locking, the
-   SIGSETXID handler, the main thread's multiple_threads flag: G1-G3,
-   H3); docs/glibc-host.md says what that costs a program that never
-   makes a thread.
+   Step two, at start-up, leaves no trace: the facts the calling thread
+   (the main thread, usually) shows of itself are checked on its own TCB
+   (tid, robust_head, the cleanup chains, and on the main thread the
+   user-stack marker and the stackblock pair glibc gives it).  They are
+   the facts weft uses on threads it did not create, so once they hold
+   weft may serve every call of a program that never makes a thread.
+
+   Step three, the probe thread, runs at the first thread creation weft
+   serves: one real glibc thread, made with glibc's own pthread_create
+   on a stack weft maps, whose TCB shows the facts of a thread that
+   weft's own TCBs reproduce (res, stackblock, the user-stack marker of
+   a thread on a user stack, the join state, malloc's words, result).
+   Made through glibc, it also switches glibc into multi-threaded mode
+   the only complete way (both copies of __libc_single_threaded, stdio
+   locking, the SIGSETXID handler, the main thread's multiple_threads
+   flag: G1-G3, H3), just before the program's own first thread, which
+   is when glibc itself switches (docs/glibc-host.md, "Start-up").
 
    The probe thread makes no call into the dynamic linker: what it needs
    from it (glibc's cleanup-chain functions) is looked up before it
-   starts, since start-up may run under the loader's lock (a constructor
-   during dlopen), which the probe would wait for while start-up waits
-   for the probe.  Nor does it call strerror or strsignal, which take
-   gettext's lock (libc_state.c says why that matters). */
+   starts, since the creation may run under the loader's lock (a
+   constructor during dlopen), which the probe would wait for while its
+   creator waits for the probe.  Nor does it call strerror or strsignal,
+   which take gettext's lock (libc_state.c says why that matters). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <resolv.h>
@@ -25,6 +37,7 @@
 #include <sys/mman.h>
 
 #include "attr_layout.h"
+#include "env.h"
 #include "layout.h"
 #include "real.h"
 
@@ -38,8 +51,8 @@
    megabytes of it) and its descriptor on a user-supplied stack, so the
    size follows the TLS size (a fixed size made programs with more than
    ~250 KiB of __thread data fall back to forwarding: tests/t_bigtls.c).
-   Mapped once, kept: glibc may look at the descriptor until the join,
-   and the checks read it after. */
+   Unmapped once joined and checked (glibc may look at the descriptor
+   until the join, and the checks read it after). */
 #define PROBE_STACK_ROOM (256 * 1024)
 
 static struct {
@@ -47,6 +60,7 @@ static struct {
 	size_t stack_size;
 	char *tcb;
 	char mismatch[120]; /* the facts that differed, comma-separated */
+	int libc_malloc;    /* the program's malloc is libc's */
 	/* glibc's cleanup-chain entry points (looked up before the probe) */
 	void (*reg)(void *);
 	void (*unreg)(void *);
@@ -73,9 +87,13 @@ static void differs(const char *fact)
 /* malloc's per-thread words: the words of libc's TLS block that a
    thread's first malloc/free changes must be among the row's, and hold
    the TLS image's values before it (what weft restores when it takes
-   them from a thread that ends).  None may change: another allocator
-   (jemalloc preloaded) leaves libc's words alone.  This runs first in
-   the fresh probe thread, which has not called malloc yet. */
+   them from a thread that ends).  This runs first in the fresh probe
+   thread, which has not called malloc yet.  Only when malloc is libc's:
+   another allocator (jemalloc) leaves libc's words alone, and the probe
+   thread calls nothing but glibc, since an allocator may call weft (its
+   locks, its key), which would adopt the probe thread, and adopting
+   takes the loader's lock, which the probe's creator may hold while it
+   waits for the probe (a thread created by a constructor in dlopen). */
 static void check_malloc_words(char *self)
 {
 	uintptr_t before[LIBC_TLS_MAX / 8];
@@ -83,6 +101,8 @@ static void check_malloc_words(char *self)
 	size_t n = L.libc_tls_size / 8;
 	void *volatile p;
 
+	if (!P.libc_malloc)
+		return;
 	if (L.libc_tls_size > LIBC_TLS_MAX) {
 		differs("libc's TLS block size");
 		return;
@@ -137,23 +157,90 @@ static int marker_value(char *self)
 				       : FIELD(self, L.user_stack.off, int);
 }
 
-static void *probe_main(void *arg)
+/* The facts every glibc thread shows of itself: its tid, its robust
+   list head (registered at its birth), the two cleanup chains. */
+static void check_own_facts(char *self)
 {
-	char *self = arch_thread_pointer();
 	void *head = NULL;
 	size_t len;
 
-	(void)arg;
-	check_malloc_words(self);
-	check_cleanup_chains(self);
-	P.tcb = self;
 	if (FIELD(self, L.tid, int) != sys_gettid())
 		differs("tid");
-	if ((char *)__res_state() != self + L.res)
-		differs("res");
 	if (sys_get_robust_list(0, &head, &len) != 0 ||
 	    (char *)head != self + L.robust_head)
 		differs("robust_head");
+	check_cleanup_chains(self);
+}
+
+static char why_buf[256];
+
+static const char *verdict(void)
+{
+	if (!P.mismatch[0])
+		return NULL;
+	snprintf(why_buf, sizeof why_buf,
+		 "glibc's thread descriptor did not match the probe (%s, "
+		 "release %s)", P.mismatch, L.release);
+	return why_buf;
+}
+
+/* glibc's cleanup-chain entry points, looked up by the thread that
+   checks (never by the probe thread: no loader calls there). */
+static const char *lookup_cleanup_functions(void)
+{
+	if (P.reg)
+		return NULL;
+	P.unreg = host_next_sym("__pthread_unregister_cancel", "GLIBC_2.34");
+	P.push = host_next_sym("_pthread_cleanup_push", "GLIBC_2.34");
+	P.pop = host_next_sym("_pthread_cleanup_pop", "GLIBC_2.34");
+	P.reg = host_next_sym("__pthread_register_cancel", "GLIBC_2.34");
+	if (!P.reg || !P.unreg || !P.push || !P.pop) {
+		P.reg = NULL;
+		return "glibc's cleanup functions were not found";
+	}
+	return NULL;
+}
+
+/* ld.so's: the top of the main thread's stack at process start. */
+extern void *__libc_stack_end;
+
+const char *host_layout_check_here(void)
+{
+	char *self = arch_thread_pointer();
+	char *block = FIELD(self, L.stackblock, char *);
+	size_t size = FIELD(self, L.stackblock_size, size_t);
+	const char *why = lookup_cleanup_functions();
+	char here;
+
+	if (why)
+		return why;
+	check_own_facts(self);
+	if (!block) {
+		/* The main thread: glibc marks the stack the kernel gave it
+		   as a user stack, with the block's size set to the top of
+		   that stack (__tls_init_tp). */
+		if (size != (size_t)__libc_stack_end)
+			differs("stackblock");
+		if (marker_value(self) != L.user_stack.value)
+			differs("the user-stack marker");
+	} else if (&here < block || &here >= block + size) {
+		/* A thread glibc made (start-up may run in one first): its
+		   stack is the block. */
+		differs("stackblock");
+	}
+	return verdict();
+}
+
+static void *probe_main(void *arg)
+{
+	char *self = arch_thread_pointer();
+
+	(void)arg;
+	check_malloc_words(self);
+	check_own_facts(self);
+	P.tcb = self;
+	if ((char *)__res_state() != self + L.res)
+		differs("res");
 	if (FIELD(self, L.stackblock, char *) != P.stack ||
 	    FIELD(self, L.stackblock_size, size_t) != P.stack_size)
 		differs("stackblock");
@@ -167,22 +254,20 @@ static void *probe_main(void *arg)
 	return PROBE_RESULT;
 }
 
-static char why_buf[256];
-
 const char *host_layout_probe(void)
 {
 	pthread_attr_t a;
 	pthread_t th;
 	void *res = NULL;
 	struct glibc_attr *ga = gattr(&a);
+	const char *why;
+	uintptr_t m;
 	int r;
 
-	P.reg = host_next_sym("__pthread_register_cancel", "GLIBC_2.34");
-	P.unreg = host_next_sym("__pthread_unregister_cancel", "GLIBC_2.34");
-	P.push = host_next_sym("_pthread_cleanup_push", "GLIBC_2.34");
-	P.pop = host_next_sym("_pthread_cleanup_pop", "GLIBC_2.34");
-	if (!P.reg || !P.unreg || !P.push || !P.pop)
-		return "glibc's cleanup functions were not found";
+	if ((why = lookup_cleanup_functions()))
+		return why;
+	m = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
+	P.libc_malloc = m >= L.libc_text_lo && m < L.libc_text_hi;
 	P.stack_size = PROBE_STACK_ROOM +
 		       ((L.tls_size + L.tcb_size + 4095) & ~(size_t)4095);
 	P.stack = sys_mmap(NULL, P.stack_size, PROT_READ | PROT_WRITE,
@@ -196,6 +281,7 @@ const char *host_layout_probe(void)
 	ga->flags = GATTR_STACKADDR;
 	r = host_real.pthread_create(&th, &a, probe_main, NULL);
 	if (r != 0) {
+		/* The stack is kept: glibc may not be done with it. */
 		snprintf(why_buf, sizeof why_buf,
 			 "the probe glibc thread failed (pthread_create: error %d)", r);
 		return why_buf;
@@ -204,11 +290,12 @@ const char *host_layout_probe(void)
 		return "the probe glibc thread failed (its result)";
 	if (FIELD(P.tcb, L.result, void *) != PROBE_RESULT)
 		differs("result");
-	if (P.mismatch[0]) {
-		snprintf(why_buf, sizeof why_buf,
-			 "glibc's thread descriptor did not match the probe (%s, "
-			 "release %s)", P.mismatch, L.release);
-		return why_buf;
-	}
-	return NULL;
+	/* Tests of what a late refusal does (docs/tunables.md). */
+	if (host_getenv("WEFT_TEST_REFUTE_PROBE"))
+		differs("WEFT_TEST_REFUTE_PROBE");
+	/* Joined: glibc is done with a thread on a user stack (its TLS was
+	   released by the join), so the mapping goes. */
+	sys_munmap(P.stack, P.stack_size);
+	P.stack = NULL;
+	return verdict();
 }

@@ -47,11 +47,12 @@ int host_real_resolve(void)
 	REAL(pthread_getspecific, "GLIBC_2.34");
 	REAL(pthread_setspecific, "GLIBC_2.34");
 	REAL(thrd_create, "GLIBC_2.34");
-	/* Last: glibc before 2.42 has no pthread_gettid_np, and a failed
-	   lookup mallocs its error message.  Under ASan that malloc is the
-	   first one and starts ASan, which calls pthread_key_create (weft's,
-	   forwarding while weft starts): everything it may forward to must
-	   be resolved by then, or it jumps to NULL. */
+	/* Last: absent before 2.42, and a failed lookup mallocs its error
+	   message; an allocator that calls pthread functions then re-enters
+	   weft, which forwards them during start-up through the pointers
+	   above (one still NULL here crashed every program linked with
+	   jemalloc, and every preloaded ASan program: ASan's first malloc
+	   calls pthread_key_create). */
 	REAL(pthread_gettid_np, "GLIBC_2.42");
 #undef REAL
 	r->register_atfork = dlvsym(RTLD_DEFAULT, "__register_atfork", "GLIBC_2.3.2");

@@ -51,6 +51,16 @@ static inline struct wcond *wcond_of(pthread_cond_t *c)
 	return (struct wcond *)c;
 }
 
+/* Nobody to wake: a process-private condvar with no waiter listed.  The
+   exported signal and broadcast test it inline (a wake with no waiter
+   is then one load, as glibc's); cond_signal and cond_broadcast test it
+   again. */
+static inline int cond_no_waiter(const struct wcond *c)
+{
+	return !(c->flags & CF_PSHARED) &&
+	       !__atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+}
+
 int cond_init(struct wcond *c, unsigned attr);
 int cond_destroy(struct wcond *c);
 int cond_signal(struct wcond *c);
