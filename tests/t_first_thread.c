@@ -138,6 +138,7 @@ static void baseline_maps(struct maps *m)
 	posix_spawn_file_actions_addclose(&fa, pipefd[0]);
 	REQUIRE(posix_spawn(&pid, exe, &fa, NULL, argv, envp) == 0,
 		"posix_spawn(%s) failed", exe);
+	posix_spawn_file_actions_destroy(&fa);
 	close(pipefd[1]);
 	n = read(pipefd[0], out, size - 1);
 	close(pipefd[0]);
