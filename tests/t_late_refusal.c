@@ -134,6 +134,7 @@ int main(int argc, char **argv)
 	posix_spawn_file_actions_addclose(&fa, pipefd[0]);
 	REQUIRE(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, args, envp) == 0,
 		"posix_spawn failed");
+	posix_spawn_file_actions_destroy(&fa);
 	close(pipefd[1]);
 	while ((got = read(pipefd[0], err + len, sizeof err - 1 - len)) > 0)
 		len += got;
