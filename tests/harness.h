@@ -369,6 +369,27 @@ static inline long proc_status_kib(const char *key)
 	return v;
 }
 
+/* The tasks (threads) of this process that /proc/self/task lists. */
+static inline int tasks_listed(void)
+{
+	return (int)proc_status_kib("Threads");
+}
+
+/* A joined or refused thread's task can stay listed for a moment: the
+   kernel clears the tid that pthread_join waits for before it removes
+   the task from the thread group.  That removal is an event no call
+   waits for, so this polls, bounded by `seconds`, until at most `want`
+   tasks are listed; returns the last count seen (the caller checks it). */
+static inline int tasks_settle(int want, double seconds)
+{
+	double end = now_s() + seconds;
+	int seen;
+
+	while ((seen = tasks_listed()) > want && now_s() < end)
+		sched_yield();
+	return seen;
+}
+
 /* Resident set size in KiB. */
 static inline long rss_kib(void)
 {

@@ -16,7 +16,6 @@
    Inside a pid namespace the first round starts at pid 2, later ones at
    300 (the kernel skips the reserved pids after wrapping), so round 0
    only warms up; rounds 1 and 2 must create exactly as many threads. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -51,29 +50,11 @@ static void *sleeper(void *arg)
 	return arg;
 }
 
-static int task_count(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /* A joined thread's pid is freed by the kernel a moment after the tid
    word is cleared; wait (bounded) until only main is left. */
 static void wait_tasks_gone(void)
 {
-	double end = now() + 10;
-
-	while (task_count() > 1 && now() < end)
-		sched_yield();
-	CHECK_EQ(task_count(), 1);
+	CHECK_EQ(tasks_settle(1, 10), 1);
 }
 
 struct round {

@@ -45,11 +45,6 @@ static int with_policy(int policy, int prio, struct seen *s)
 	return err;
 }
 
-static int task_count(void)
-{
-	return (int)proc_status_kib("Threads"); /* a plain count here */
-}
-
 int main(void)
 {
 	struct seen s;
@@ -112,7 +107,7 @@ int main(void)
 	/* Refused: an affinity of a CPU that does not exist -> EINVAL. */
 	{
 		cpu_set_t none;
-		int before = task_count();
+		int before = tasks_listed();
 		struct weft_stats st0, st1;
 
 		CPU_ZERO(&none);
@@ -123,7 +118,7 @@ int main(void)
 		CHECK_ERR(pthread_create(&t, &a, report, &s), EINVAL);
 		weft_get_stats(&st1);
 		pthread_attr_destroy(&a);
-		CHECK_EQ(task_count(), before);
+		CHECK_EQ(tasks_settle(before, 5), before);
 		CHECK_EQ(st1.threads_live, st0.threads_live);
 		CHECK_EQ(st1.threads_created, st0.threads_created);
 	}
@@ -143,15 +138,15 @@ int main(void)
 			if (geteuid() == 0 &&
 			    (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)))
 				_exit(3);
-			before = task_count();
+			before = tasks_listed();
 			err = with_policy(SCHED_FIFO, 10, &s);
 			if (err != EPERM) {
 				fprintf(stderr, "expected EPERM (%d), got %d\n", EPERM, err);
 				_exit(1);
 			}
-			if (task_count() != before) {
-				fprintf(stderr, "a thread was left behind: %d tasks, "
-						"expected %d\n", task_count(), before);
+			if ((err = tasks_settle(before, 5)) != before) {
+				fprintf(stderr, "a thread was left behind: %d tasks "
+						"after 5 s, expected %d\n", err, before);
 				_exit(2);
 			}
 			_exit(0);

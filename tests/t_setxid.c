@@ -162,30 +162,6 @@ static int proc_check_all(long want_uid, long want_gid)
 	return tasks;
 }
 
-/* A joined thread's task can still be listed for a moment: the kernel
-   clears the tid that pthread_join waits for before it removes the task.
-   Waits (bounded, 5 s) until /proc/self/task lists `n` tasks. */
-static void await_tasks(int n)
-{
-	double end = now_s() + 5;
-	int seen;
-
-	do {
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *e;
-
-		seen = 0;
-		if (!d)
-			return;
-		while ((e = readdir(d)))
-			seen += e->d_name[0] != '.';
-		closedir(d);
-		if (seen == n)
-			return;
-		sched_yield();
-	} while (now_s() < end);
-}
-
 static void *late(void *arg)
 {
 	(void)arg;
@@ -217,7 +193,7 @@ static int scenario(int wfd, void *arg)
 	pthread_join(ch, NULL);
 
 	pthread_barrier_init(&bar, NULL, NT + 1);
-	await_tasks(1);
+	tasks_settle(1, 5); /* the churned threads leave /proc (harness.h) */
 	CHECK_EQ(proc_check_all(0, 0), 1);
 	for (intptr_t i = 0; i < NT; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)i) != 0)
