@@ -40,8 +40,9 @@
  *
  * Floors: the same threads on raw futex calls instead of the library
  * (the primitives below), what the kernel alone costs for a protocol.
- *   -F         handoff: the simplest lock of the kind (normal: a 0/1/2
- *              futex word; pi: CAS, else FUTEX_LOCK_PI; pp: the normal
+ *   -F         handoff, inversion -k normal|pi: the simplest lock of the
+ *              kind (normal: a 0/1/2 futex word; pi: CAS, else
+ *              FUTEX_LOCK_PI; pp: the normal
  *              word with the priority raised to the ceiling before the try
  *              and lowered after the release, one sched_setparam each,
  *              none at or above the ceiling).  bcast -k pi, inversion -k
@@ -989,7 +990,7 @@ static void usage(const char *argv0)
 	fprintf(stderr, "usage: %s [-m handoff|bcast|inversion|noise] [-k normal|pi|pp|cond-pi] [-r] "
 		"[-F [-D] | -P | -H] [-n measurements] [-w warm-up] [-S spin_us] [-W seconds] [-O]\n"
 		"  handoff: -k normal|pi|pp [-F]; bcast: -k normal|pi [-r] [-F [-D] | -P | -H with pi]; "
-		"inversion: -k normal|pi|cond-pi [-r -F -D -P -H with cond-pi]; noise: -n windows\n",
+		"inversion: -k normal|pi [-F], -k cond-pi [-r] [-F [-D] | -P | -H]; noise: -n windows\n",
 		argv0);
 	exit(2);
 }
@@ -1030,7 +1031,7 @@ int main(int argc, char **argv)
 	struct role roles[3];
 	int nroles = kind < 0 ? 0 : roles_for(mode, kind, roles);
 	if (optind != argc || !nroles || n < 1 || rounds > INT_MAX / 2 || watchdog < 1 ||
-	    raw < 0 || (raw && !cond_pi && !(handoff && raw == 'F')) ||
+	    raw < 0 || (raw && !cond_pi && !((handoff || inversion) && raw == 'F')) ||
 	    (raw_defer && (raw != 'F' || !cond_pi)) ||
 	    (released && !bcast && !(inversion && kind == K_COND_PI)) ||
 	    ((inversion || noise) && want_policy != SCHED_FIFO))

@@ -319,7 +319,8 @@ def latency_plan(opt, S):
     (bench/sync_latency.c places the threads on the first two CPUs it may
     use): on CPUs 0 and 1 when pinning is asked for (on a 2-CPU machine
     the same set as unpinned).  Floors (raw futex calls, no library;
-    bench/README.md): the hand-offs, the lock of that kind (-F); the
+    bench/README.md): the hand-offs and the inversions of a normal or PI
+    mutex, the lock of that kind (-F); the
     condvar rows with a PI mutex, requeue-PI as weft uses it, deferred to
     the unlock when the signaller holds the mutex (-F, -D), and, as
     floor 2, a plain wake and the waiter's own lock, glibc's protocol
@@ -338,7 +339,7 @@ def latency_plan(opt, S):
              for k in ("normal", "pi")
              for how, flag in (("held", []), ("released", ["-r"]))]
     inversion = [(f"inversion-{k}", ["-m", "inversion", "-k", k, "-n", rounds] + spin, rounds,
-                  None, None) for k in ("normal", "pi")]
+                  ["-F"], None) for k in ("normal", "pi")]
     inversion += [(f"inversion-{how}-cond-pi",
                    ["-m", "inversion", "-k", "cond-pi", "-n", rounds] + spin + flag, rounds,
                    requeue[how], ["-P"])
@@ -819,7 +820,7 @@ thread needs the mutex before it holds it with a priority-10 thread's critical s
 done, while a priority-50 thread spins on the low one's CPU (for at most the spin bound):
 K = normal, PI, and a condvar wait on a PI mutex (cond-pi) signalled after the mutex is
 released or while it is held. Floors, the same threads on raw futex calls (no library):
-**handoff-K**, the simplest lock of that kind (normal: a 0/1/2 futex word; PI: a CAS, else
+**handoff-K** and **inversion-K** (normal, PI), the simplest lock of that kind (normal: a 0/1/2 futex word; PI: a CAS, else
 FUTEX_LOCK_PI / FUTEX_UNLOCK_PI; PP: the normal word with the priority raised to the
 ceiling by one sched_setparam before the try and lowered after the release, none at the
 ceiling); the condvar rows with a PI mutex (bcast-*-pi, *-cond-pi): **floor**, requeue-PI
