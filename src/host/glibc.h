@@ -21,6 +21,7 @@
 #ifndef WEFT_HOST_GLIBC_H
 #define WEFT_HOST_GLIBC_H
 
+#include "elf_sym.h"
 #include "env.h"
 #include "layout.h"
 #include "libc_state.h"
