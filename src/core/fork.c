@@ -7,6 +7,7 @@
    word holds its holder's tid, core/lock.h, and the child's tid is not
    the parent's).  In the child every other thread is gone, so its
    slot, TLS, malloc state and mapping are reclaimed there. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "host/glibc.h"
@@ -36,7 +37,7 @@ static int fork_locked;
 
 static void fork_prepare(void)
 {
-	int lock = !host_single_threaded();
+	int lock = weft_is_active && !host_single_threaded();
 
 	if (fork_locked != lock) /* a write each fork would copy a page */
 		fork_locked = lock;
@@ -113,7 +114,10 @@ static void fork_child(void)
 		   contended without threads). */
 		if (__atomic_load_n(&cached_pid, __ATOMIC_RELAXED))
 			__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
-		if (stats_enabled())
+		/* Statistics start with start-up: its word is read only
+		   then, its page being one the child has not touched. */
+		if (__atomic_load_n(&weft_init_done, __ATOMIC_RELAXED) &&
+		    stats_enabled())
 			stats_reset_in_child();
 		return;
 	}
@@ -143,7 +147,17 @@ static void fork_child(void)
 		host_fork_child(self->tcb);
 }
 
+/* From libweft's constructor, before glibc's fork runs any handler the
+   program registers later (prepare handlers run in the reverse order of
+   registration, child handlers in that order), or from start-up if that
+   comes first.  Until start-up has run (issue 16: it waits for the first
+   call that needs it) the handlers find nothing to do: no weft lock,
+   thread or counter exists yet.  pthread_atfork is libc_nonshared's,
+   which passes libweft's __dso_handle. */
 void fork_init(void)
 {
-	host_register_atfork(fork_prepare, fork_parent, fork_child);
+	static int registered;
+
+	if (!__atomic_exchange_n(&registered, 1, __ATOMIC_RELAXED))
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

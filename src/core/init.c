@@ -207,8 +207,41 @@ const char *weft_threads_refused(void)
 		       : NULL;
 }
 
+/* Start-up is not run here (issue 16): a program that never calls a
+   thread function pays for no lookup, check or handler, only for the
+   loading of libweft and its fork handlers' registration.  It runs at
+   the first call that needs it (weft_serving), from any thread, before
+   that call is served or forwarded.  Except when an exit report is
+   asked for (WEFT_REPORT, WEFT_STATS): the report says whether weft
+   served, so start-up runs here as before.  If an earlier call already
+   started it from a .preinit_array function, its exit handlers are
+   registered here (exit_handlers_deferred). */
+static int starts_with(const char *s, const char *prefix)
+{
+	while (*prefix && *s == *prefix)
+		s++, prefix++;
+	return !*prefix;
+}
+
+/* Whether WEFT_REPORT or WEFT_STATS is set.  libc has set environ by now
+   (constructors run after libc's).  Read here rather than with getenv:
+   a page of libc's code that a program which never calls getenv does
+   not otherwise touch. */
+static int report_asked(void)
+{
+	extern char **environ;
+
+	for (char **e = environ; e && *e; e++)
+		if (starts_with(*e, "WEFT_REPORT=") || starts_with(*e, "WEFT_STATS="))
+			return 1;
+	return 0;
+}
+
 __attribute__((constructor(101))) static void weft_constructor(void)
 {
+	fork_init();
+	if (!__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) && !report_asked())
+		return;
 	weft_serving();
 	if (exit_handlers_deferred) {
 		exit_handlers_deferred = 0;

@@ -26,7 +26,10 @@
 struct weft_tsd_key weft_tsd_keys0[KEYS_PER_CHUNK];
 #define key weft_tsd_key
 
-static struct key *key_chunks[KEY_CHUNKS] = { weft_tsd_keys0 };
+/* Chunk 0 is weft_tsd_keys0, never read from here: left zero, the
+   32 KiB table is .bss rather than .data, which would put it between
+   the few words every process writes at load (issue 16). */
+static struct key *key_chunks[KEY_CHUNKS];
 static unsigned nkeys; /* indexes ever handed out */
 static unsigned free_hint;
 static weft_lock_t key_lock = WEFT_LOCK_INIT;
@@ -35,6 +38,8 @@ static struct key *key_at(unsigned k)
 {
 	struct key *c;
 
+	if (k < KEYS_PER_CHUNK)
+		return &weft_tsd_keys0[k];
 	if (k / KEYS_PER_CHUNK >= KEY_CHUNKS)
 		return NULL;
 	c = __atomic_load_n(&key_chunks[k / KEYS_PER_CHUNK], __ATOMIC_ACQUIRE);
@@ -69,7 +74,7 @@ int tsd_key_create(pthread_key_t *out, void (*destr)(void *))
 			weft_unlock(&key_lock);
 			return EAGAIN;
 		}
-		if (!key_chunks[i / KEYS_PER_CHUNK]) {
+		if (i >= KEYS_PER_CHUNK && !key_chunks[i / KEYS_PER_CHUNK]) {
 			struct key *c = calloc(KEYS_PER_CHUNK, sizeof *c);
 
 			if (!c) {

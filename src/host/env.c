@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf_sym.h"
 #include "env.h"
 
 /* getenv that also works before libc has set up `environ`: weft can
@@ -102,7 +103,8 @@ const char *host_thread_tool(void)
 {
 	const char *tool = NULL;
 
-	if (dlsym(RTLD_DEFAULT, "__tsan_init"))
+	/* Asked only where it may be: a failed dlsym mallocs (elf_sym.h). */
+	if (host_may_define("__tsan_init", 0) && dlsym(RTLD_DEFAULT, "__tsan_init"))
 		return "ThreadSanitizer";
 	dl_iterate_phdr(find_thread_tool, &tool);
 	return tool;

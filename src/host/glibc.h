@@ -10,6 +10,7 @@
                    table releases.c, the probe thread probe.c)
      env.h         the process: environment, release, load order, tools
      real.h        glibc's own functions, for forwarding
+     elf_sym.h     whether a loaded object defines a name (no failing dlsym)
      tcb.h         building a TCB, the thread's first and last steps
      threads.h     glibc's thread lists and the set*id handshake
      libc_state.h  libc's per-thread state at a thread's end
@@ -21,6 +22,7 @@
 #ifndef WEFT_HOST_GLIBC_H
 #define WEFT_HOST_GLIBC_H
 
+#include "elf_sym.h"
 #include "env.h"
 #include "layout.h"
 #include "libc_state.h"

@@ -1,6 +1,7 @@
 /* glibc's own functions (real.h). */
 #include <dlfcn.h>
 
+#include "elf_sym.h"
 #include "real.h"
 
 struct host_real host_real;
@@ -48,12 +49,15 @@ int host_real_resolve(void)
 	REAL(pthread_setspecific, "GLIBC_2.34");
 	REAL(thrd_create, "GLIBC_2.34");
 	/* Last: absent before 2.42, and a failed lookup mallocs its error
-	   message; an allocator that calls pthread functions then re-enters
+	   message (so it is asked only where an object defines it: a first
+	   malloc at start-up costs every program, elf_sym.h); an allocator
+	   that calls pthread functions then re-enters
 	   weft, which forwards them during start-up through the pointers
 	   above (one still NULL here crashed every program linked with
 	   jemalloc, and every preloaded ASan program: ASan's first malloc
 	   calls pthread_key_create). */
-	REAL(pthread_gettid_np, "GLIBC_2.42");
+	if (host_may_define("pthread_gettid_np", 1))
+		REAL(pthread_gettid_np, "GLIBC_2.42");
 #undef REAL
 	r->register_atfork = dlvsym(RTLD_DEFAULT, "__register_atfork", "GLIBC_2.3.2");
 	r->cxa_thread_atexit_impl =

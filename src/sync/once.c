@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <pthread.h>
 
+#include "host/single.h"
 #include "kernel/futex.h"
 #include "once.h"
 
@@ -33,9 +34,15 @@
 
 static unsigned fork_generation;
 
+/* A once another thread was running at the fork is stale in the child.
+   With one thread (glibc's flag, which the child inherits) only the
+   forking thread can be running one, and it goes on running it in the
+   child: no new generation, and no write, which would copy a page at
+   every fork (issue 16). */
 static void once_fork_child(void)
 {
-	fork_generation += ONCE_GEN_STEP;
+	if (!host_single_threaded())
+		fork_generation += ONCE_GEN_STEP;
 }
 
 /* Registered at load time, never from inside a fork handler. */

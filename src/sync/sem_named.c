@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/single.h"
 #include "core/lock.h"
 #include "sem.h"
 
@@ -44,20 +45,33 @@ static struct mapping *mappings;
 static weft_lock_t mappings_lock = WEFT_LOCK_INIT;
 
 /* fork: the list must not be caught half-changed, nor its lock held by
-   a thread that does not exist in the child. */
+   a thread that does not exist in the child.  With one thread no other
+   thread can hold it, and the lock is left alone, as core/fork.c does
+   with its own: a write in the parent's handlers, or in the child's, is
+   a page copied at every fork (issue 16), and a fork from a signal
+   handler must not wait for a lock its own thread holds. */
+static int fork_locked;
+
 static void fork_prepare(void)
 {
-	weft_lock(&mappings_lock);
+	int lock = !host_single_threaded();
+
+	if (fork_locked != lock)
+		fork_locked = lock;
+	if (lock)
+		weft_lock(&mappings_lock);
 }
 
 static void fork_parent(void)
 {
-	weft_unlock(&mappings_lock);
+	if (fork_locked)
+		weft_unlock(&mappings_lock);
 }
 
 static void fork_child(void)
 {
-	weft_lock_reset(&mappings_lock);
+	if (fork_locked)
+		weft_lock_reset(&mappings_lock);
 }
 
 __attribute__((constructor)) static void sem_named_register_fork(void)
