@@ -199,6 +199,8 @@ expect = {
     ("latency", "bcast-held-normal", "glibc"): {("ok", "500.0")},
     ("latency", "bcast-released-pi", "weft"): {("unserved", "")},
     ("latency", "inversion-released-cond-pi", "floor"): {("ok", "500.0")},
+    ("latency", "inversion-pi", "floor"): {("ok", "500.0")},
+    ("latency", "inversion-normal", "floor2"): set(),
     ("latency", "bcast-held-pi", "floor2"): {("ok", "500.0")},
     ("latency", "handoff-pp", "floor"): {("skipped", "")},
     ("latency", "bcast-held-normal", "floor2"): set(),
@@ -260,8 +262,9 @@ EOF
 		fail "report.md: the crash is not listed among the runs without a number"
 	# life cycle: 5 runs, 3 without a number; latency: noise 1, handoff
 	# 3 x 3 skipped (glibc, weft, floor), 8 other rows x 2 (weft
-	# unserved), 8 floors (2 each for the 2 bcast-*-pi and 2 cond-pi rows)
-	grep -q '^39 runs in .*; 11 gave no number, 9 skipped\.$' "$tmp/fail.out" ||
+	# unserved), 10 floors (2 each for the 2 bcast-*-pi and 2 cond-pi rows,
+	# 1 each for the normal and PI inversions)
+	grep -q '^41 runs in .*; 11 gave no number, 9 skipped\.$' "$tmp/fail.out" ||
 		fail "driver: summary line: $(tail -2 "$tmp/fail.out")"
 
 	# RT throttling comes back however the driver ends in the middle of a
