@@ -28,22 +28,35 @@ WEFT_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 	return cond_destroy(wcond_of(c));
 }
 
-WEFT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
+/* With no waiter, signal and broadcast are one load of the flag word
+   and one of the list head (weft_active_now, cond_no_waiter) and need no
+   stack frame: the rest is out of line. */
+__attribute__((noinline)) static int signal_slow(pthread_cond_t *c)
 {
-	if (weft_active_now() && cond_no_waiter(wcond_of(c)))
-		return 0;
 	if (!weft_serving())
 		return GLIBC_FN(pthread_cond_signal)(c);
 	return cond_signal(wcond_of(c));
 }
 
-WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+WEFT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
-	if (weft_active_now() && cond_no_waiter(wcond_of(c)))
+	if (__builtin_expect(weft_active_now() && cond_no_waiter(wcond_of(c)), 1))
 		return 0;
+	return signal_slow(c);
+}
+
+__attribute__((noinline)) static int broadcast_slow(pthread_cond_t *c)
+{
 	if (!weft_serving())
 		return GLIBC_FN(pthread_cond_broadcast)(c);
 	return cond_broadcast(wcond_of(c));
+}
+
+WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+{
+	if (__builtin_expect(weft_active_now() && cond_no_waiter(wcond_of(c)), 1))
+		return 0;
+	return broadcast_slow(c);
 }
 
 WEFT_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)

@@ -4,6 +4,17 @@
 #include "sync/once.h"
 #include "export.h"
 
+/* Out of line, so that the fast path below needs no stack frame. */
+__attribute__((noinline)) static int once_not_done(pthread_once_t *once,
+						   void (*init)(void))
+{
+	if (!weft_serving())
+		return GLIBC_FN(pthread_once)(once, init);
+	if (__atomic_load_n(once, __ATOMIC_ACQUIRE) == ONCE_DONE)
+		return 0;
+	return once_slow(once, init);
+}
+
 WEFT_EXPORT int pthread_once(pthread_once_t *once, void (*init)(void))
 {
 	/* Fast path: done already; the acquire pairs with the runner's
@@ -13,11 +24,7 @@ WEFT_EXPORT int pthread_once(pthread_once_t *once, void (*init)(void))
 					     ONCE_DONE,
 			     1))
 		return 0;
-	if (!weft_serving())
-		return GLIBC_FN(pthread_once)(once, init);
-	if (__atomic_load_n(once, __ATOMIC_ACQUIRE) == ONCE_DONE)
-		return 0;
-	return once_slow(once, init);
+	return once_not_done(once, init);
 }
 
 WEFT_ALIAS(__pthread_once, pthread_once);
