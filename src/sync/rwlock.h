@@ -1,5 +1,5 @@
 /* Read-write locks (pthread_rwlock_t) on futexes.  See rwlock.c and
-   docs/sync.md for the protocol.  The uncontended lock and unlock are
+   docs/sync-other.md for the protocol.  The uncontended lock and unlock are
    inline here (one compare-and-swap each); everything else is in
    rwlock.c. */
 #ifndef WEFT_SYNC_RWLOCK_H
