@@ -174,6 +174,8 @@ static inline int prefer_writer(const struct weft_rwlock *l)
 #define RT_RD 8 /* shift of the readers' top */
 #define PRIO_UNKNOWN (-1)
 
+/* Read locks the calling thread holds, over all rwlocks (declared in
+   rwlock.h: the inline paths count them too). */
 __thread int rwlock_rd_held;
 #define rd_held rwlock_rd_held
 
