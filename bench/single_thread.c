@@ -4,7 +4,8 @@
  *   single_thread [-m WHAT] [-n N] [-f F] [-s S]
  *   single_thread -x          exit at once (the child of `start`)
  *
- * WHAT: mutex, malloc, fork, spawn, start or all (default all); the
+ * WHAT: mutex, malloc, fork, spawn, start, rdlock, wrlock, signal,
+ * broadcast, once, getspecific, setspecific or all (default all); the
  * RESULT line has the WHAT_ns or WHAT_us figures of the ones run.
  *
  * In the main thread of a process that makes no thread, times
@@ -12,6 +13,12 @@
  *           best of 5 batches of N; glibc takes a plain-store path while
  *           the process has one thread)
  *   malloc  malloc(32) + free (ns a pair, best of 5 batches of N)
+ *   rdlock, wrlock  pthread_rwlock_rdlock (wrlock) + unlock of a default
+ *           rwlock (ns a pair, best of 5 batches of N)
+ *   signal, broadcast  pthread_cond_signal (broadcast) of a condvar
+ *           nobody waits on (ns a call, best of 5 batches of N)
+ *   once    pthread_once of a routine that has run (ns a call, ...)
+ *   getspecific, setspecific  of a key made at start (ns a call, ...)
  *   fork    fork + waitpid of a child that _exits at once (µs each,
  *           median of F)
  *   spawn   posix_spawn of /bin/true + waitpid (µs each, median of F)
@@ -36,6 +43,11 @@ extern char **environ;
 
 static long n_fast = 2000000, n_fork = 300, n_start = 1000;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_key_t key;
+static int once_runs;
 
 static void op_mutex(long n)
 {
@@ -43,6 +55,60 @@ static void op_mutex(long n)
 		pthread_mutex_lock(&mu);
 		pthread_mutex_unlock(&mu);
 	}
+}
+
+static void op_rdlock(long n)
+{
+	for (long i = 0; i < n; i++) {
+		pthread_rwlock_rdlock(&rw);
+		pthread_rwlock_unlock(&rw);
+	}
+}
+
+static void op_wrlock(long n)
+{
+	for (long i = 0; i < n; i++) {
+		pthread_rwlock_wrlock(&rw);
+		pthread_rwlock_unlock(&rw);
+	}
+}
+
+static void op_signal(long n)
+{
+	for (long i = 0; i < n; i++)
+		pthread_cond_signal(&cv);
+}
+
+static void op_broadcast(long n)
+{
+	for (long i = 0; i < n; i++)
+		pthread_cond_broadcast(&cv);
+}
+
+static void once_routine(void)
+{
+	once_runs++;
+}
+
+static void op_once(long n)
+{
+	for (long i = 0; i < n; i++)
+		pthread_once(&once, once_routine);
+}
+
+static void op_getspecific(long n)
+{
+	for (long i = 0; i < n; i++) {
+		void *p = pthread_getspecific(key);
+
+		__asm__ volatile("" : : "r"(p) : "memory");
+	}
+}
+
+static void op_setspecific(long n)
+{
+	for (long i = 0; i < n; i++)
+		pthread_setspecific(key, (void *)(uintptr_t)(i | 1));
 }
 
 static void op_malloc(long n)
@@ -130,6 +196,17 @@ static const char *lib_of(void *addr)
 	return slash ? slash + 1 : info.dli_fname;
 }
 
+/* The calls timed as "ns a call (pair)", best of 5 batches of N. */
+static const struct {
+	const char *name;
+	void (*op)(long);
+} fast[] = {
+	{"rdlock", op_rdlock},		{"wrlock", op_wrlock},
+	{"signal", op_signal},		{"broadcast", op_broadcast},
+	{"once", op_once},		{"getspecific", op_getspecific},
+	{"setspecific", op_setspecific},
+};
+
 static int want(const char *what, const char *m)
 {
 	return !strcmp(what, "all") || !strcmp(what, m);
@@ -163,6 +240,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	pthread_once(&once, once_routine);
+	if (pthread_key_create(&key, NULL) || once_runs != 1)
+		bench_die("pthread_key_create or pthread_once", EINVAL);
 	len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
 	if (len <= 0)
 		bench_die("readlink /proc/self/exe", errno);
@@ -172,6 +252,10 @@ int main(int argc, char **argv)
 		printf(" mutex_ns=%.2f", bench_best_of_5(op_mutex, n_fast));
 	if (want(what, "malloc"))
 		printf(" malloc_ns=%.2f", bench_best_of_5(op_malloc, n_fast));
+	for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++)
+		if (want(what, fast[i].name))
+			printf(" %s_ns=%.2f", fast[i].name,
+			       bench_best_of_5(fast[i].op, n_fast));
 	if (want(what, "fork"))
 		printf(" fork_us=%.1f", median_us(do_fork, n_fork));
 	if (want(what, "spawn"))

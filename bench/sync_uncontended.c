@@ -26,6 +26,9 @@
  *           one release store to free it, no library at all.
  *   key     pthread_key_create + pthread_key_delete: under weft each takes
  *           the library's internal key lock once, nobody else wanting it.
+ *   rdlock, wrlock  pthread_rwlock_rdlock (wrlock) + pthread_rwlock_unlock
+ *   signal  pthread_cond_signal of a condvar nobody waits on (one call)
+ *   once    pthread_once of a routine that has run (one call)
  *   condwait pthread_cond_timedwait on a private condvar with a deadline
  *           already past (tv_sec -1), holding the mutex: the waiter joins
  *           and leaves the waiter list, under weft each step under the
@@ -101,6 +104,36 @@ static __attribute__((noinline)) void pair_condwait(void)
 	if (pthread_cond_timedwait(&cnd, &mtx, &past) != ETIMEDOUT)
 		abort(); /* nobody signals */
 	pthread_mutex_unlock(&mtx);
+}
+
+static pthread_rwlock_t rwl = PTHREAD_RWLOCK_INITIALIZER;
+
+static __attribute__((noinline)) void pair_rdlock(void)
+{
+	pthread_rwlock_rdlock(&rwl);
+	pthread_rwlock_unlock(&rwl);
+}
+
+static __attribute__((noinline)) void pair_wrlock(void)
+{
+	pthread_rwlock_wrlock(&rwl);
+	pthread_rwlock_unlock(&rwl);
+}
+
+static __attribute__((noinline)) void pair_signal(void)
+{
+	pthread_cond_signal(&cnd);
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void once_routine(void)
+{
+}
+
+static __attribute__((noinline)) void pair_once(void)
+{
+	pthread_once(&once, once_routine);
 }
 
 static __attribute__((noinline)) void pair_empty(void)
@@ -252,9 +285,12 @@ static long step_count(void (*pair)(void))
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-m mutex|cas|key|condwait] [-n pairs] [-S]\n"
+		"usage: %s [-m mutex|cas|key|condwait|rdlock|wrlock|signal|once]\n"
+		"          [-n pairs] [-S]\n"
 		"  -m M   mutex (default), cas (raw one-CAS floor), key (key\n"
-		"         create + delete), condwait (a timed wait already due)\n"
+		"         create + delete), condwait (a timed wait already due),\n"
+		"         rdlock, wrlock (rwlock + unlock), signal (no waiter),\n"
+		"         once (done already)\n"
 		"  -n N   measured pairs (default 20m)\n"
 		"  -S     also count the instructions of one pair by single-stepping\n",
 		prog);
@@ -286,6 +322,16 @@ int main(int argc, char **argv)
 		pair = pair_key;
 	else if (strcmp(mode, "condwait") == 0)
 		pair = pair_condwait;
+	else if (strcmp(mode, "rdlock") == 0)
+		pair = pair_rdlock;
+	else if (strcmp(mode, "wrlock") == 0)
+		pair = pair_wrlock;
+	else if (strcmp(mode, "signal") == 0)
+		pair = pair_signal;
+	else if (strcmp(mode, "once") == 0) {
+		pthread_once(&once, once_routine);
+		pair = pair_once;
+	}
 	else
 		usage(argv[0]);
 

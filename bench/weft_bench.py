@@ -119,7 +119,8 @@ EXPERIMENTS = [
     ("tsd", "Thread-specific data and a cancellation point that does not cancel", "issue 5",
      "ns per call in a created thread, best of 5 batches (lower is better)"),
     ("st", "A program that never creates a thread", "issue 16",
-     "mutex, malloc: ns a pair, best of 5 batches; fork, spawn (/bin/true), start (to main and "
+     "mutex, malloc, rdlock, wrlock: ns a pair; signal, broadcast (no waiter), once (done), "
+     "getspecific, setspecific: ns a call; best of 5 batches; fork, spawn (/bin/true), start (to main and "
      "exit): µs each, median of the run (lower is better)"),
 ]
 EXP_NAMES = [e[0] for e in EXPERIMENTS]
@@ -298,8 +299,10 @@ def build_plan(opt, S):
                   "syscall_write"):
             add(Config("tsd", m, "tsd_cancel", ["-n", S["tsd_n"]], f"{m}_ns", False, pin,
                        work=S["tsd_n"]))
-        for m, unit in (("mutex", "ns"), ("malloc", "ns"), ("fork", "us"), ("spawn", "us"),
-                        ("start", "us")):
+        for m, unit in (("mutex", "ns"), ("malloc", "ns"), ("rdlock", "ns"), ("wrlock", "ns"),
+                        ("signal", "ns"), ("broadcast", "ns"), ("once", "ns"),
+                        ("getspecific", "ns"), ("setspecific", "ns"), ("fork", "us"),
+                        ("spawn", "us"), ("start", "us")):
             add(Config("st", m, "single_thread",
                        ["-m", m, "-n", S["st_n"], "-f", S["st_forks"], "-s", S["st_starts"]],
                        f"{m}_{unit}", False, pin,

@@ -3,9 +3,13 @@
    with invariants checked inside the critical sections, writer
    preference without writer starvation (worst writer wait reported),
    a storm of timed lock calls that give up (no lost wake-up), a
-   process-shared lock across fork, and sleeps that ask the kernel for
-   no scheduling facts. */
+   process-shared lock across fork, sleeps that ask the kernel for no
+   scheduling facts, and locks taken while the process has one thread
+   (by the main thread, a signal handler, a fork child) that a second
+   thread then contends for. */
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,6 +21,229 @@
 static struct timespec deadline(clockid_t clock, long ms)
 {
 	return deadline_in(clock, ms * 1000000L);
+}
+
+/* --- one thread, then two -------------------------------------------
+
+   The uncontended paths (one compare-and-swap on the lock word) are the
+   same whether the process has one thread or many, so a lock taken
+   before the first pthread_create must be whole for the thread made
+   next.  Run first in main, before any thread exists. */
+
+static pthread_rwlock_t ot;
+static pid_t ot_tid[2];
+static int ot_order[2], ot_seq; /* who got the lock in which turn */
+static int ot_try_rd, ot_try_wr;
+
+struct ot_arg {
+	int id;
+	int write;
+};
+
+/* Tries both ways, then blocks on the lock held by main. */
+static void *ot_contender(void *p)
+{
+	struct ot_arg *a = p;
+
+	CHECK_WEFT_THREAD();
+	if (a->id == 0) {
+		ot_try_rd = pthread_rwlock_tryrdlock(&ot);
+		if (ot_try_rd == 0)
+			CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+		ot_try_wr = pthread_rwlock_trywrlock(&ot);
+		if (ot_try_wr == 0)
+			CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+	}
+	__atomic_store_n(&ot_tid[a->id], (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	CHECK_ERR(a->write ? pthread_rwlock_wrlock(&ot) : pthread_rwlock_rdlock(&ot), 0);
+	ot_order[a->id] = __atomic_add_fetch(&ot_seq, 1, __ATOMIC_SEQ_CST);
+	CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+	return NULL;
+}
+
+static pid_t ot_wait_tid(int id)
+{
+	pid_t t;
+
+	while (!(t = __atomic_load_n(&ot_tid[id], __ATOMIC_ACQUIRE)))
+		sched_yield();
+	return t;
+}
+
+/* Main holds `ot` (twice for reading) while alone; a writer (and with
+   writer preference or a write-held lock, a reader after it) then
+   contends.  Writer preference: the reader must stay out while the
+   writer waits, though the lock is read-held (the inline read path
+   sees the registered writer in the word), and the writer gets the
+   lock first.  (Reader preference wakes both; either may be first.) */
+static void one_thread_then_two(int write_held, int kind)
+{
+	pthread_rwlockattr_t a;
+	struct ot_arg args[2] = {{0, 1}, {1, 0}};
+	pthread_t t[2];
+	int two = write_held || kind == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+
+	CHECK_ERR(pthread_rwlockattr_init(&a), 0);
+	CHECK_ERR(pthread_rwlockattr_setkind_np(&a, kind), 0);
+	CHECK_ERR(pthread_rwlock_init(&ot, &a), 0);
+	memset(ot_tid, 0, sizeof ot_tid);
+	memset(ot_order, 0, sizeof ot_order);
+	ot_seq = 0;
+	if (write_held) {
+		CHECK_ERR(pthread_rwlock_wrlock(&ot), 0);
+		CHECK_ERR(pthread_rwlock_rdlock(&ot), EDEADLK);
+		CHECK_ERR(pthread_rwlock_wrlock(&ot), EDEADLK);
+	} else {
+		CHECK_ERR(pthread_rwlock_rdlock(&ot), 0);
+		CHECK_ERR(pthread_rwlock_rdlock(&ot), 0);
+		CHECK_ERR(pthread_rwlock_trywrlock(&ot), EBUSY);
+	}
+	CHECK_ERR(pthread_create(&t[0], NULL, ot_contender, &args[0]), 0);
+	CHECK(task_asleep(ot_wait_tid(0), 5000000000L),
+	      "writer never slept on a lock %s-held before it existed",
+	      write_held ? "write" : "read");
+	CHECK_ERR(ot_try_rd, write_held ? EBUSY : 0);
+	CHECK_ERR(ot_try_wr, EBUSY);
+	if (two) {
+		CHECK_ERR(pthread_create(&t[1], NULL, ot_contender, &args[1]), 0);
+		CHECK(task_asleep(ot_wait_tid(1), 5000000000L),
+		      "reader never slept (%s-held, %s)", write_held ? "write" : "read",
+		      kind == PTHREAD_RWLOCK_PREFER_READER_NP ? "reader preference"
+							     : "writer preference");
+		if (!write_held)
+			CHECK_ERR(pthread_rwlock_tryrdlock(&ot), EBUSY);
+	}
+	CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+	if (!write_held)
+		CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+	CHECK_ERR(pthread_join(t[0], NULL), 0);
+	if (two)
+		CHECK_ERR(pthread_join(t[1], NULL), 0);
+	if (kind == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) {
+		CHECK_EQ(ot_order[0], 1); /* the writer first */
+		CHECK_EQ(ot_order[1], 2);
+	}
+	CHECK_ERR(pthread_rwlock_unlock(&ot), EPERM);
+	CHECK_ERR(pthread_rwlock_destroy(&ot), 0);
+}
+
+/* A signal handler of the only thread uses a lock the thread takes and
+   releases both ways in a loop: the handler's try must fail while the
+   thread holds the lock the other way, and the lock must be whole after
+   every interrupted step (a compare-and-swap the handler made fail is
+   retried).  A timer sends the signals; no thread is made. */
+static pthread_rwlock_t sg;
+static volatile sig_atomic_t sg_main_reads, sg_main_writes;
+static volatile sig_atomic_t sg_handled, sg_rd, sg_wr, sg_bad;
+
+static void sg_handler(int sig)
+{
+	int e = errno;
+
+	(void)sig;
+	sg_handled++;
+	if (pthread_rwlock_tryrdlock(&sg) == 0) {
+		if (sg_main_writes)
+			sg_bad++;
+		sg_rd++;
+		if (pthread_rwlock_unlock(&sg) != 0)
+			sg_bad++;
+	}
+	if (pthread_rwlock_trywrlock(&sg) == 0) {
+		if (sg_main_reads || sg_main_writes)
+			sg_bad++;
+		sg_wr++;
+		if (pthread_rwlock_unlock(&sg) != 0)
+			sg_bad++;
+	}
+	errno = e;
+}
+
+static void in_signal_handler(void)
+{
+	struct sigaction sa = {.sa_handler = sg_handler};
+	struct sigevent sev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1};
+	struct itimerspec its = {{0, 20000}, {0, 20000}};
+	double end = now_s() + 2.0;
+	long rounds = 0;
+	timer_t tm;
+
+	CHECK_ERR(pthread_rwlock_init(&sg, NULL), 0);
+	sigemptyset(&sa.sa_mask);
+	REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+	REQUIRE(timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0, "timer_create");
+	REQUIRE(timer_settime(tm, 0, &its, NULL) == 0, "timer_settime");
+	while ((sg_handled < 3000 || sg_rd < 100) && now_s() < end) {
+		for (int i = 0; i < 1000; i++, rounds++) {
+			CHECK_ERR(pthread_rwlock_rdlock(&sg), 0);
+			sg_main_reads = 1;
+			__asm__ volatile("" ::: "memory");
+			sg_main_reads = 0;
+			CHECK_ERR(pthread_rwlock_unlock(&sg), 0);
+			CHECK_ERR(pthread_rwlock_wrlock(&sg), 0);
+			sg_main_writes = 1;
+			__asm__ volatile("" ::: "memory");
+			sg_main_writes = 0;
+			CHECK_ERR(pthread_rwlock_unlock(&sg), 0);
+		}
+	}
+	timer_delete(tm);
+	signal(SIGUSR1, SIG_IGN);
+	CHECK(sg_handled > 0, "no signal was handled in 2 s (%ld rounds)", rounds);
+	CHECK_EQ(sg_bad, 0);
+	/* Whole: free, and fit for a second thread. */
+	CHECK_ERR(pthread_rwlock_rdlock(&sg), 0);
+	CHECK_ERR(pthread_rwlock_unlock(&sg), 0);
+	CHECK_ERR(pthread_rwlock_unlock(&sg), EPERM);
+	CHECK_ERR(pthread_rwlock_destroy(&sg), 0);
+}
+
+/* A fork child of a process with one thread inherits a lock read-held
+   by the parent: it releases the parent's hold, takes the lock to
+   write, and a thread it then makes contends. */
+static void *fc_reader(void *arg)
+{
+	CHECK_WEFT_THREAD();
+	CHECK_ERR(pthread_rwlock_tryrdlock(&ot), EBUSY);
+	__atomic_store_n(&ot_tid[0], (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	CHECK_ERR(pthread_rwlock_rdlock(&ot), 0);
+	*(int *)arg = 1;
+	CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+	return NULL;
+}
+
+static void in_fork_child(void)
+{
+	int status;
+	pid_t pid;
+
+	CHECK_ERR(pthread_rwlock_init(&ot, NULL), 0);
+	CHECK_ERR(pthread_rwlock_rdlock(&ot), 0);
+	pid = fork();
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0) {
+		pthread_t t;
+		int got = 0;
+
+		memset(ot_tid, 0, sizeof ot_tid);
+		CHECK_ERR(pthread_rwlock_trywrlock(&ot), EBUSY);
+		CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+		CHECK_ERR(pthread_rwlock_wrlock(&ot), 0);
+		CHECK_ERR(pthread_create(&t, NULL, fc_reader, &got), 0);
+		CHECK(task_asleep(ot_wait_tid(0), 5000000000L),
+		      "reader in the fork child never slept");
+		CHECK_EQ(got, 0);
+		CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+		CHECK_ERR(pthread_join(t, NULL), 0);
+		CHECK_EQ(got, 1);
+		CHECK_ERR(pthread_rwlock_destroy(&ot), 0);
+		_exit(harness_failures ? 1 : 0);
+	}
+	CHECK_ERR(pthread_rwlock_unlock(&ot), 0);
+	REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "fork child: expected exit 0, got status %#x", status);
+	CHECK_ERR(pthread_rwlock_destroy(&ot), 0);
 }
 
 static pthread_rwlock_t st_default = PTHREAD_RWLOCK_INITIALIZER;
@@ -594,6 +821,13 @@ int main(void)
 	REQUIRE_SERVED(pthread_rwlockattr_setkind_np);
 	REQUIRE_SERVED(__pthread_rwlock_rdlock);
 
+	/* Before any thread exists. */
+	in_signal_handler();
+	in_fork_child();
+	one_thread_then_two(0, PTHREAD_RWLOCK_PREFER_READER_NP);
+	one_thread_then_two(1, PTHREAD_RWLOCK_PREFER_READER_NP);
+	one_thread_then_two(0, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	one_thread_then_two(1, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	static_initializers();
 	errors_and_timeouts();
 	stress(PTHREAD_RWLOCK_PREFER_READER_NP, 400, 1.5);

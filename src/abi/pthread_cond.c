@@ -28,22 +28,46 @@ WEFT_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 	return cond_destroy(wcond_of(c));
 }
 
-WEFT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
+/* With no waiter, signal and broadcast need no stack frame and take one
+   branch: weft_is_active, the kind and the list head are loaded and
+   or-ed together (cond_no_waiter's test, with no branch between its
+   loads; on this machine the branches cost more than the loads).  The
+   rest is out of line. */
+static inline int nobody_to_wake(pthread_cond_t *c)
 {
-	if (weft_active_now() && cond_no_waiter(wcond_of(c)))
-		return 0;
+	const struct wcond *w = wcond_of(c);
+	uintptr_t busy = (uintptr_t)__atomic_load_n(&w->head, __ATOMIC_ACQUIRE) |
+			 (w->flags & CF_PSHARED) | (uintptr_t)!weft_active_now();
+
+	return busy == 0;
+}
+
+__attribute__((noinline)) static int signal_slow(pthread_cond_t *c)
+{
 	if (!weft_serving())
 		return GLIBC_FN(pthread_cond_signal)(c);
 	return cond_signal(wcond_of(c));
 }
 
-WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+WEFT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
-	if (weft_active_now() && cond_no_waiter(wcond_of(c)))
+	if (__builtin_expect(nobody_to_wake(c), 1))
 		return 0;
+	return signal_slow(c);
+}
+
+__attribute__((noinline)) static int broadcast_slow(pthread_cond_t *c)
+{
 	if (!weft_serving())
 		return GLIBC_FN(pthread_cond_broadcast)(c);
 	return cond_broadcast(wcond_of(c));
+}
+
+WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+{
+	if (__builtin_expect(nobody_to_wake(c), 1))
+		return 0;
+	return broadcast_slow(c);
 }
 
 WEFT_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)

@@ -22,11 +22,22 @@ WEFT_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *rw)
 }
 WEFT_ALIAS(__pthread_rwlock_destroy, pthread_rwlock_destroy);
 
-WEFT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+/* The lock and unlock fast paths test weft_is_active only
+   (weft_active_now) and make one compare-and-swap (sync/rwlock.h);
+   start-up, fallback mode, errors and every contended case go through
+   an out-of-line function, so that the fast path needs no stack frame. */
+__attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *rw)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_rwlock_rdlock)(rw);
 	return rwlock_rdlock(rw, CLOCK_REALTIME, NULL);
+}
+
+WEFT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+{
+	if (__builtin_expect(weft_active_now() && rwlock_rdlock_fast(rwlock_of(rw)) == 0, 1))
+		return 0;
+	return rdlock_slow(rw);
 }
 WEFT_ALIAS(__pthread_rwlock_rdlock, pthread_rwlock_rdlock);
 
@@ -55,11 +66,18 @@ WEFT_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw,
 	return rwlock_rdlock(rw, clock, abstime);
 }
 
-WEFT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+__attribute__((noinline)) static int wrlock_slow(pthread_rwlock_t *rw)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_rwlock_wrlock)(rw);
 	return rwlock_wrlock(rw, CLOCK_REALTIME, NULL);
+}
+
+WEFT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+{
+	if (__builtin_expect(weft_active_now() && rwlock_wrlock_fast(rwlock_of(rw)) == 0, 1))
+		return 0;
+	return wrlock_slow(rw);
 }
 WEFT_ALIAS(__pthread_rwlock_wrlock, pthread_rwlock_wrlock);
 
@@ -88,11 +106,18 @@ WEFT_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw,
 	return rwlock_wrlock(rw, clock, abstime);
 }
 
-WEFT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
+__attribute__((noinline)) static int unlock_slow(pthread_rwlock_t *rw)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_rwlock_unlock)(rw);
 	return rwlock_unlock(rw);
+}
+
+WEFT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
+{
+	if (__builtin_expect(weft_active_now() && rwlock_unlock_fast(rwlock_of(rw)) == 0, 1))
+		return 0;
+	return unlock_slow(rw);
 }
 WEFT_ALIAS(__pthread_rwlock_unlock, pthread_rwlock_unlock);
 

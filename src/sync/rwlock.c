@@ -4,7 +4,7 @@
    that unlocking is a single atomic operation:
 
      word, low half (state):   bits 31..2  number of readers holding it
-                               bit 1       unused
+                               bit 1       WR_QUEUED: writers registered
                                bit 0       WRLOCKED: a writer holds it
      word, high half (sleep):  bits 31..2  generation
                                bit 1       writers sleep (or are about to)
@@ -34,6 +34,26 @@
    and one that times out does the same.  Wakes made from inside a lock
    call (the lock is then still in use, so the word may be written) bump
    the generation without clearing bits.
+
+   The uncontended lock and unlock (rwlock.h, inline in the exported
+   functions) read the word and make one compare-and-swap, nothing else:
+   a reader enters when neither WRLOCKED nor WR_QUEUED is set, a writer
+   when no one holds the lock, and an unlock with nobody asleep just
+   clears its part.  Everything a reader must respect beyond WRLOCKED
+   (writer preference, real-time writers: below) concerns registered
+   writers, and WR_QUEUED is set while any writer is registered
+   (wr_waiters > 0), so the fast reader needs no other load; the slow
+   path checks the real conditions.  A writer registers by counting
+   itself in wr_waiters and then changing the word (setting WR_QUEUED,
+   or bumping the generation when it is set already); the writer whose
+   leaving brings wr_waiters to 0 clears the bit with a compare-and-swap
+   from a word it read before seeing wr_waiters at 0.  A writer that
+   registers in between changes the word, so that clear fails and is
+   tried again: the bit is never clear while a writer is registered.
+   (It may be set with none for a moment: readers then take the slow
+   path, which lets them in.)  The same word, single-threaded or not:
+   nothing to convert when a second thread appears, in a signal handler
+   or in a fork child.
 
    Preference (pthread_rwlockattr_setkind_np): by default, as in glibc, a
    reader enters whenever no writer holds the lock, so a stream of
@@ -82,12 +102,9 @@
 #include "kernel/sched.h"
 #include "rwlock.h"
 
-#define RW_WRLOCKED 1u
-#define RW_READER 4u
 #define RW_MAX_READERS (UINT32_MAX / RW_READER)
-/* The high half of the word, seen as part of the 64-bit word. */
-#define SLEEP_RD ((uint64_t)1 << 32)   /* readers sleep */
-#define SLEEP_WR ((uint64_t)2 << 32)   /* writers sleep */
+#define SLEEP_RD RW_SLEEP_RD
+#define SLEEP_WR RW_SLEEP_WR
 #define SLEEP_STEP ((uint64_t)4 << 32) /* one generation */
 /* Futex bitsets of the two kinds of sleepers. */
 #define BITS_RD 1u
@@ -95,24 +112,6 @@
 /* Brief spin before sleeping: a lock held for a few hundred cycles is
    cheaper to wait for than to sleep on (two system calls). */
 #define RW_SPIN 100
-
-/* Our view of pthread_rwlock_t.  Only three places must agree with
-   glibc: all-zero memory is an unlocked reader-preferring private lock,
-   `flags` sits where glibc's static initializers put the kind (so
-   PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP works), and
-   `owner_tid` sits where glibc keeps its __cur_writer. */
-struct weft_rwlock {
-	uint64_t word; /* state (low half) | sleep word, the futex (high) */
-	uint32_t unused;
-	uint32_t rd_waiters; /* readers registered as sleeping */
-	uint32_t wr_waiters; /* writers registered as sleeping */
-	uint32_t rt; /* real-time tops: writers bits 0-7, readers 8-15 */
-	int owner_tid; /* tid of the writer holding it, 0 if none */
-	int shared;    /* nonzero: process-shared futexes */
-	uint32_t pad1[4];
-	uint32_t flags; /* kind: PTHREAD_RWLOCK_PREFER_* */
-	uint32_t pad2;
-};
 
 _Static_assert(sizeof(struct weft_rwlock) <= sizeof(pthread_rwlock_t),
 	       "weft_rwlock does not fit");
@@ -134,12 +133,18 @@ _Static_assert(sizeof(struct weft_rwlockattr) == sizeof(pthread_rwlockattr_t),
 
 static inline struct weft_rwlock *rwl(pthread_rwlock_t *rw)
 {
-	return (struct weft_rwlock *)rw;
+	return rwlock_of(rw);
 }
 
 static inline uint32_t state_of(uint64_t w)
 {
 	return (uint32_t)w;
+}
+
+/* Held by anyone (readers or a writer), from the word `w`. */
+static inline uint32_t held(uint64_t w)
+{
+	return state_of(w) & ~RW_WR_QUEUED;
 }
 
 /* The futex: the high half of the word (little-endian).  Computing the
@@ -169,8 +174,10 @@ static inline int prefer_writer(const struct weft_rwlock *l)
 #define RT_RD 8 /* shift of the readers' top */
 #define PRIO_UNKNOWN (-1)
 
-/* Read locks the calling thread holds, over all rwlocks. */
-static __thread int rd_held __attribute__((tls_model("initial-exec")));
+/* Read locks the calling thread holds, over all rwlocks (declared in
+   rwlock.h: the inline paths count them too). */
+__thread int rwlock_rd_held;
+#define rd_held rwlock_rd_held
 
 static inline int rt_half(uint32_t rt, int shift)
 {
@@ -245,7 +252,7 @@ int rwlock_destroy(pthread_rwlock_t *rw)
 {
 	struct weft_rwlock *l = rwl(rw);
 
-	if (state_of(LD(&l->word)) || LD(&l->rd_waiters) || LD(&l->wr_waiters))
+	if (held(LD(&l->word)) || LD(&l->rd_waiters) || LD(&l->wr_waiters))
 		return EBUSY;
 	return 0;
 }
@@ -311,7 +318,7 @@ static int wr_try(struct weft_rwlock *l)
 	uint64_t w = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
 
 	do {
-		if (state_of(w))
+		if (held(w))
 			return EBUSY;
 	} while (!CAS(&l->word, &w, w | RW_WRLOCKED));
 	l->owner_tid = self_tid();
@@ -360,7 +367,7 @@ static int rd_slow(struct weft_rwlock *l, clockid_t clock,
 		rouse(l, BITS_RD, INT_MAX); /* the others raise the top again */
 	/* Rule (b) can hand a free lock to the readers alone: if they all
 	   give up, the writers must not be left asleep. */
-	if (r == ETIMEDOUT && state_of(LD(&l->word)) == 0 && LD(&l->wr_waiters))
+	if (r == ETIMEDOUT && held(LD(&l->word)) == 0 && LD(&l->wr_waiters))
 		rouse(l, BITS_WR, 1);
 	return r;
 }
@@ -388,6 +395,30 @@ static int wr_take_registered(struct weft_rwlock *l, uint64_t w)
 	return 0;
 }
 
+/* A writer just counted in wr_waiters (and its real-time top raised):
+   from now until it leaves, fast readers must stay out.  The word
+   changes, always: a queue_clear that read it before and saw no writer
+   then fails its compare-and-swap. */
+static void queue_mark(struct weft_rwlock *l)
+{
+	uint64_t w = LD(&l->word);
+
+	while (!CAS(&l->word, &w,
+		    (w & RW_WR_QUEUED) ? w + SLEEP_STEP : w | RW_WR_QUEUED))
+		;
+}
+
+/* The last registered writer left: readers may use the fast path again
+   unless another writer registered since (see queue_mark). */
+static void queue_clear(struct weft_rwlock *l)
+{
+	uint64_t w = LD(&l->word);
+
+	while ((w & RW_WR_QUEUED) && LD(&l->wr_waiters) == 0 &&
+	       !CAS(&l->word, &w, w & ~(uint64_t)RW_WR_QUEUED))
+		;
+}
+
 static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 		   const struct timespec *abstime)
 {
@@ -397,17 +428,20 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 
 	for (int i = spin_worthwhile() ? 0 : RW_SPIN; i < RW_SPIN; i++) {
 		arch_spin_pause();
-		if (state_of(LD(&l->word)) == 0 && wr_try(l) == 0)
+		if (held(LD(&l->word)) == 0 && wr_try(l) == 0)
 			return 0;
 	}
 	me = self_rt_prio();
 	__atomic_fetch_add(&l->wr_waiters, 1, __ATOMIC_SEQ_CST);
+	if (me > 0)
+		rt_raise(l, RT_WR, me);
+	queue_mark(l);
 	for (;;) {
 		uint64_t w = LD(&l->word);
 
 		if (me > 0)
 			rt_raise(l, RT_WR, me);
-		if (state_of(w) == 0 && !wr_defers(l, me)) {
+		if (held(w) == 0 && !wr_defers(l, me)) {
 			if ((r = wr_take_registered(l, w)) == 0)
 				break;
 			continue;
@@ -422,6 +456,8 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 		}
 	}
 	left = __atomic_sub_fetch(&l->wr_waiters, 1, __ATOMIC_SEQ_CST);
+	if (!left)
+		queue_clear(l);
 	if (me > 0 && rt_drop(l, RT_WR, me)) {
 		/* The other writers raise the top again; readers held
 		   back by us (rule (a)) may enter if the lock is free. */
@@ -434,8 +470,8 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 		/* The wake we swallowed may have cleared the writers' bit
 		   while others sleep: set it back for the holder's unlock,
 		   and with nobody left to unlock, wake one now. */
-		if (left && !state_of(__atomic_fetch_or(&l->word, SLEEP_WR,
-							 __ATOMIC_SEQ_CST)))
+		if (left && !held(__atomic_fetch_or(&l->word, SLEEP_WR,
+						     __ATOMIC_SEQ_CST)))
 			rouse(l, BITS_WR, 1);
 		/* Readers held back for our sake may enter now. */
 		if (!left && prefer_writer(l) && LD(&l->rd_waiters) &&
@@ -592,7 +628,7 @@ static int rd_unlock(struct weft_rwlock *l, uint64_t w)
 		if (state_of(w) < RW_READER || (state_of(w) & RW_WRLOCKED))
 			return EPERM;
 		next = w - RW_READER;
-		wake = state_of(next) == 0 ? next & SLEEP_WR : 0;
+		wake = held(next) == 0 ? next & SLEEP_WR : 0;
 		if (wake) {
 			priv = rw_priv(l); /* still ours to read */
 			next = (next & ~wake) + SLEEP_STEP;
