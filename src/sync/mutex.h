@@ -106,9 +106,9 @@ static inline int mutex_futex_flag(const struct wmutex *w)
    The lock stores `count` (always 0 for the normal type, in weft and in
    glibc) although nothing reads it: with only the owner store after the
    CAS, a critical section that increments a counter in a loop ran at
-   half speed on AMD Zen 3 (Figure 3's benchmark: 0.6x glibc, whose lock
-   makes two stores, owner and __nusers), and one more store brings it
-   back.  The CPU's speculative store-to-load forwarding is what differs:
+   about 0.6x glibc's speed on AMD Zen 3 (Figure 3's benchmark; glibc's
+   lock makes two stores, owner and __nusers), and one more store brings
+   it back.  The CPU's speculative store-to-load forwarding is what differs:
    with it disabled (the kernel's SSBD mitigation) both run equally slow.
    The store costs nothing measurable uncontended (bench/RESULTS.md,
    "2026-11-27-contention"; docs/sync.md, "The fast path's spare
