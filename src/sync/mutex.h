@@ -110,9 +110,10 @@ static inline int mutex_futex_flag(const struct wmutex *w)
    lock makes two stores, owner and __nusers), and one more store brings
    it back.  The CPU's speculative store-to-load forwarding is what differs:
    with it disabled (the kernel's SSBD mitigation) both run equally slow.
-   The store costs nothing measurable uncontended (bench/RESULTS.md,
-   "2026-11-27-contention"; docs/sync.md, "The fast path's spare
-   store"). */
+   A plain store in the unlock instead did not help.  Uncontended, it
+   costs 0.3-1.2 ns a lock/unlock pair, and weft stays 1.3-1.4x glibc
+   (bench/RESULTS.md, "2026-11-27-contention"; docs/sync.md, "The fast
+   path's spare store"). */
 static inline int mutex_trylock_fast(struct wmutex *w)
 {
 	int zero = 0;
