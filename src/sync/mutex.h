@@ -101,7 +101,19 @@ static inline int mutex_futex_flag(const struct wmutex *w)
 
 /* The inline fast paths, used by the exported functions: one CAS to
    lock, one exchange to unlock, for the default (normal) type.  They
-   return -1 when the slow path must decide. */
+   return -1 when the slow path must decide.
+
+   The lock stores `count` (always 0 for the normal type, in weft and in
+   glibc) although nothing reads it: with only the owner store after the
+   CAS, a critical section that increments a counter in a loop ran at
+   about 0.6x glibc's speed on AMD Zen 3 (Figure 3's benchmark; glibc's
+   lock makes two stores, owner and __nusers), and one more store brings
+   it back.  The CPU's speculative store-to-load forwarding is what differs:
+   with it disabled (the kernel's SSBD mitigation) both run equally slow.
+   A plain store in the unlock instead did not help.  Uncontended, it
+   costs 0.3-1.2 ns a lock/unlock pair, and weft stays 1.3-1.4x glibc
+   (bench/RESULTS.md, "2026-11-27-contention"; docs/sync.md, "The fast
+   path's spare store"). */
 static inline int mutex_trylock_fast(struct wmutex *w)
 {
 	int zero = 0;
@@ -111,6 +123,7 @@ static inline int mutex_trylock_fast(struct wmutex *w)
 	if (!__atomic_compare_exchange_n(&w->lock, &zero, 1, 0,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return -1;
+	w->count = 0; /* no effect but speed: see above */
 	w->owner = host_self_tid();
 	return 0;
 }
