@@ -29,17 +29,11 @@ WEFT_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 }
 
 /* With no waiter, signal and broadcast need no stack frame and take one
-   branch: weft_is_active, the kind and the list head are loaded and
-   or-ed together (cond_no_waiter's test, with no branch between its
-   loads; on this machine the branches cost more than the loads).  The
-   rest is out of line. */
+   branch: weft_is_active and cond_maybe_waiter's loads or-ed together.
+   The rest is out of line. */
 static inline int nobody_to_wake(pthread_cond_t *c)
 {
-	const struct wcond *w = wcond_of(c);
-	uintptr_t busy = (uintptr_t)__atomic_load_n(&w->head, __ATOMIC_ACQUIRE) |
-			 (w->flags & CF_PSHARED) | (uintptr_t)!weft_active_now();
-
-	return busy == 0;
+	return (cond_maybe_waiter(wcond_of(c)) | (uintptr_t)!weft_active_now()) == 0;
 }
 
 __attribute__((noinline)) static int signal_slow(pthread_cond_t *c)

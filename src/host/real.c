@@ -59,20 +59,13 @@ int host_real_resolve(void)
 	if (host_may_define("pthread_gettid_np", 1))
 		REAL(pthread_gettid_np, "GLIBC_2.42");
 #undef REAL
-	r->register_atfork = dlvsym(RTLD_DEFAULT, "__register_atfork", "GLIBC_2.3.2");
 	r->cxa_thread_atexit_impl =
 		dlvsym(RTLD_DEFAULT, "__cxa_thread_atexit_impl", "GLIBC_2.18");
 	return r->pthread_create && r->pthread_join && r->pthread_exit &&
-	       r->pthread_self && r->register_atfork && r->cxa_thread_atexit_impl;
+	       r->pthread_self && r->cxa_thread_atexit_impl;
 }
 
 extern void *__dso_handle;
-
-int host_register_atfork(void (*prepare)(void), void (*parent)(void),
-			 void (*child)(void))
-{
-	return host_real.register_atfork(prepare, parent, child, &__dso_handle);
-}
 
 int host_at_thread_exit(void (*fn)(void *), void *arg)
 {

@@ -39,9 +39,7 @@ struct host_real {
 	void *(*pthread_getspecific)(pthread_key_t);
 	int (*pthread_setspecific)(pthread_key_t, const void *);
 	int (*thrd_create)(unsigned long *, int (*)(void *), void *);
-	/* glibc's hooks behind pthread_atfork and thread_local. */
-	int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void),
-			       void *);
+	/* glibc's hook behind thread_local. */
 	int (*cxa_thread_atexit_impl)(void (*)(void *), void *, void *);
 };
 extern struct host_real host_real;
@@ -56,9 +54,6 @@ int host_real_resolve(void);
    points that are not in host_real; see GLIBC_FN in abi/export.h. */
 void *host_next_sym(const char *name, const char *version);
 
-/* Registers fork handlers with glibc (prepare, parent, child). */
-int host_register_atfork(void (*prepare)(void), void (*parent)(void),
-			 void (*child)(void));
 
 /* Registers a function to run when the calling (adopted) thread exits. */
 int host_at_thread_exit(void (*fn)(void *), void *arg);
