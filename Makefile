@@ -141,8 +141,12 @@ $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexcept
 # No libgcc_s: the unwinder is opened when something may first unwind,
 # and weft's landing pads name the hidden forwarders of
 # src/host/unwind_stubs.c (src/host/unwinder.c).
+# Bound lazily, like libc.so.6 itself (no -z now): with -z now the
+# loader looked up all ~100 of libweft's imports in every process that
+# loads it, ~80k instructions a start for names most programs never
+# call (docs/glibc-host.md, "Binding of libweft's own calls").
 $(B)/libweft.so: $(LIB_OBJS) $(HDR_CHECKS)
-	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,-z,now -Wl,--no-undefined \
+	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined \
 		-o $@ $(LIB_OBJS) -lc
 	ln -sf libweft.so $(B)/$(SONAME)
 

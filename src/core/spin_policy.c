@@ -6,13 +6,29 @@
 __thread struct spin_policy weft_spin_policy
 	__attribute__((tls_model("initial-exec")));
 
+/* CPUs in the first `bytes` of a mask the kernel filled, counted here
+   and not with CPU_COUNT_S (glibc's __sched_cpucount): a dying thread
+   refreshes its policy after it has left glibc's thread list, and
+   libweft's calls into libc are bound lazily (Makefile), so no call
+   there may be a first call through the PLT (docs/glibc-host.md,
+   "Binding of libweft's own calls"). */
+static int cpus_in_mask(const cpu_set_t *set, size_t bytes)
+{
+	const unsigned long *w = (const unsigned long *)set;
+	int cpus = 0;
+
+	for (size_t i = 0; i < bytes / sizeof *w; i++)
+		cpus += __builtin_popcountl(w[i]);
+	return cpus;
+}
+
 /* Raw system call: slow paths run in signal handlers and fork children
    too.  A mask larger than cpu_set_t (EINVAL) means a big machine. */
 int spin_policy_refresh(void)
 {
 	cpu_set_t set;
 	long n = sys_sched_getaffinity(0, sizeof set, &set);
-	int cpus = n < 0 ? 2 : CPU_COUNT_S((size_t)n, &set);
+	int cpus = n < 0 ? 2 : cpus_in_mask(&set, (size_t)n);
 
 	weft_spin_policy.may_spin = cpus >= 2;
 	weft_spin_policy.left = SPIN_POLICY_RECHECK;
