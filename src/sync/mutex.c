@@ -125,6 +125,16 @@ static int take_or_mark(struct wmutex *w, int *sleep_on)
 		*sleep_on = 2;
 		return __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0;
 	}
+	v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+	if (v == 0 && cas(&w->lock, 0, LW_HELD)) {
+		/* The release left the word 0, without LW_SLEEPERS: the
+		   bit is cleared before the count is read, as in
+		   settle_sleepers, with one atomic step fewer. */
+		if (__atomic_load_n(&w->nusers, __ATOMIC_SEQ_CST) != 0)
+			__atomic_fetch_or(&w->lock, LW_SLEEPERS,
+					  __ATOMIC_SEQ_CST);
+		return 1;
+	}
 	v = __atomic_fetch_or(&w->lock, LW_HELD | LW_SLEEPERS, __ATOMIC_SEQ_CST);
 	if (!(v & LW_HELD)) {
 		settle_sleepers(w);
