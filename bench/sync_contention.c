@@ -12,7 +12,11 @@
  * Reported: sec (gate open -> last join; the figure's y axis) and
  * us_per_entry; the driver sweeps K to redraw the figure.
  *
+ * -l rwlock guards each region with a rwlock taken for writing instead
+ * (the same layout: the lock, then the region's counters).
+ *
  * Usage: sync_contention [-t threads] [-k regions] [-e total entries] [-w work]
+ *                        [-l mutex|rwlock]
  */
 #include "sync_common.h"
 
@@ -23,9 +27,17 @@ struct region {
 	char pad[64];
 };
 
-static int nthreads = 32, nregions = 8, inner = 50;
+struct rwregion {
+	pthread_rwlock_t lock;
+	long entries;
+	volatile long work;
+	char pad[64];
+};
+
+static int nthreads = 32, nregions = 8, inner = 50, use_rw;
 static long total = 50000;
 static struct region *regions;
+static struct rwregion *rwregions;
 static struct sync_gate gate;
 
 static void *contender(void *arg)
@@ -47,15 +59,40 @@ static void *contender(void *arg)
 	return NULL;
 }
 
+static void *rw_contender(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	long mine = total / nthreads + (id < total % nthreads ? 1 : 0);
+	int r = id % nregions;
+	sync_gate_pass(&gate);
+	for (long e = 0; e < mine; e++) {
+		struct rwregion *g = &rwregions[r];
+		SYNC_OK(pthread_rwlock_wrlock(&g->lock));
+		g->entries++;
+		for (int w = 0; w < inner; w++)
+			g->work++;
+		SYNC_OK(pthread_rwlock_unlock(&g->lock));
+		if (++r == nregions)
+			r = 0;
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	int opt;
-	while ((opt = getopt(argc, argv, "t:k:e:w:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:k:e:w:l:h")) != -1) {
 		switch (opt) {
 		case 't': nthreads = (int)bench_arg_long("-t", optarg); break;
 		case 'k': nregions = (int)bench_arg_long("-k", optarg); break;
 		case 'e': total = bench_arg_long("-e", optarg); break;
 		case 'w': inner = (int)bench_arg_long("-w", optarg); break;
+		case 'l':
+			if (strcmp(optarg, "rwlock") == 0)
+				use_rw = 1;
+			else if (strcmp(optarg, "mutex") != 0)
+				goto usage;
+			break;
 		default: goto usage;
 		}
 	}
@@ -63,17 +100,21 @@ int main(int argc, char **argv)
 	    nregions > 1000000 || total < nthreads)
 		goto usage;
 	regions = calloc((size_t)nregions, sizeof *regions);
+	rwregions = calloc((size_t)nregions, sizeof *rwregions);
 	pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
-	if (regions == NULL || tid == NULL)
+	if (regions == NULL || rwregions == NULL || tid == NULL)
 		bench_die("calloc", ENOMEM);
-	for (int i = 0; i < nregions; i++)
+	for (int i = 0; i < nregions; i++) {
 		SYNC_OK(pthread_mutex_init(&regions[i].lock, NULL));
+		SYNC_OK(pthread_rwlock_init(&rwregions[i].lock, NULL));
+	}
 	sync_gate_init(&gate);
 
 	pthread_attr_t attr;
 	bench_attr_init(&attr, SYNC_SMALL_STACK);
 	for (int i = 0; i < nthreads; i++)
-		SYNC_OK(pthread_create(&tid[i], &attr, contender, (void *)(intptr_t)i));
+		SYNC_OK(pthread_create(&tid[i], &attr, use_rw ? rw_contender : contender,
+				       (void *)(intptr_t)i));
 	sync_gate_await(&gate, nthreads);
 	double t0 = bench_now();
 	sync_gate_open(&gate);
@@ -83,8 +124,10 @@ int main(int argc, char **argv)
 
 	long sum = 0;
 	for (int i = 0; i < nregions; i++) {
-		sum += regions[i].entries;
-		if (regions[i].work != regions[i].entries * inner) {
+		long entries = use_rw ? rwregions[i].entries : regions[i].entries;
+		long work = use_rw ? rwregions[i].work : regions[i].work;
+		sum += entries;
+		if (work != entries * inner) {
 			fprintf(stderr, "FATAL region %d: mutual exclusion broken\n", i);
 			return 1;
 		}
@@ -93,17 +136,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "FATAL %ld entries, expected %ld\n", sum, total);
 		return 1;
 	}
-	printf("RESULT bench=contention variant=K%d metric=sec threads=%d regions=%d entries=%ld "
-	       "work=%d sec=%.6f us_per_entry=%.4f",
-	       nregions, nthreads, nregions, total, inner, sec, sec * 1e6 / (double)total);
+	printf("RESULT bench=contention variant=%sK%d metric=sec threads=%d regions=%d "
+	       "entries=%ld work=%d sec=%.6f us_per_entry=%.4f",
+	       use_rw ? "rw" : "", nregions, nthreads, nregions, total, inner, sec,
+	       sec * 1e6 / (double)total);
 	static const char *const libs[] = { "pthread_mutex_lock", "pthread_mutex_unlock",
 					     "pthread_create", NULL };
-	sync_print_libs(libs);
+	static const char *const rwlibs[] = { "pthread_rwlock_wrlock", "pthread_rwlock_unlock",
+					      "pthread_create", NULL };
+	sync_print_libs(use_rw ? rwlibs : libs);
 	printf("\n");
 	pthread_attr_destroy(&attr);
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s [-t threads] [-k regions] [-e total entries] [-w work]\n",
-		argv[0]);
+	fprintf(stderr, "usage: %s [-t threads] [-k regions] [-e total entries] [-w work]"
+		" [-l mutex|rwlock]\n", argv[0]);
 	return 2;
 }

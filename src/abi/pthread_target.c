@@ -247,16 +247,25 @@ WEFT_EXPORT int pthread_setaffinity_np(pthread_t th, size_t n,
 	struct weft_pin pin;
 	int tid, err;
 
-	/* The caller's spin decision is looked up again (a recheck, even if
-	   the call fails). */
-	if (pthread_equal(th, pthread_self()))
+	/* Every thread's spin decision is looked up again at its next slow
+	   path (core/spin_policy.h), after the change: also after a
+	   failed call, and for a thread glibc made. */
+	switch (route(th, &x)) {
+	case GLIBC:
+		err = host_real.pthread_setaffinity_np(x.glibc, n, set);
 		spin_policy_forget();
-	ROUTE_OR_RETURN(th, x, host_real.pthread_setaffinity_np(x.glibc, n, set));
+		return err;
+	case FAILED:
+		return x.err;
+	default:
+		break;
+	}
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	/* EINVAL when no allowed CPU is in the set. */
 	err = kerr(sys_sched_setaffinity(tid, n, set));
 	thread_unpin(x.t, &pin);
+	spin_policy_forget();
 	return err;
 }
 

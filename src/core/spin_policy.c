@@ -5,6 +5,7 @@
 
 __thread struct spin_policy weft_spin_policy
 	__attribute__((tls_model("initial-exec")));
+unsigned spin_policy_gen;
 
 /* CPUs in the first `bytes` of a mask the kernel filled, counted here
    and not with CPU_COUNT_S (glibc's __sched_cpucount): a dying thread
@@ -27,10 +28,14 @@ static int cpus_in_mask(const cpu_set_t *set, size_t bytes)
 int spin_policy_refresh(void)
 {
 	cpu_set_t set;
+	/* Read before the look-up: a change made meanwhile bumps it again
+	   and is looked up at the next slow path. */
+	unsigned gen = __atomic_load_n(&spin_policy_gen, __ATOMIC_RELAXED);
 	long n = sys_sched_getaffinity(0, sizeof set, &set);
 	int cpus = n < 0 ? 2 : cpus_in_mask(&set, (size_t)n);
 
 	weft_spin_policy.may_spin = cpus >= 2;
 	weft_spin_policy.left = SPIN_POLICY_RECHECK;
+	weft_spin_policy.gen = gen;
 	return weft_spin_policy.may_spin;
 }

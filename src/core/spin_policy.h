@@ -6,19 +6,27 @@
    or machine) that spins only burns the time slice its lock holder
    needs: on the lock ring pinned to one CPU, 100 spins per contended
    lock made every hand-over twice as slow as glibc's (which never
-   spins).  The answer is cached per thread and looked up again every
-   SPIN_POLICY_RECHECK slow paths, so an affinity change made later (by
-   taskset, another thread, sched_setaffinity) is noticed within that
-   many contended waits; it only ever affects speed. */
+   spins).  The answer is cached per thread.  It is looked up again
+   after any thread changed an affinity through weft
+   (pthread_setaffinity_np bumps a process-wide generation), and every
+   SPIN_POLICY_RECHECK slow paths, for the changes made behind weft's
+   back (taskset -p, sched_setaffinity, a cpuset cgroup): those are
+   noticed within that many contended waits.  A stale answer only ever
+   costs speed (at most SPIN_POLICY_RECHECK spins of 2 us on one CPU, or
+   that many sleeps without a spin). */
 #ifndef WEFT_CORE_SPIN_POLICY_H
 #define WEFT_CORE_SPIN_POLICY_H
 
-#define SPIN_POLICY_RECHECK 64
+#define SPIN_POLICY_RECHECK 1024
 
 struct spin_policy {
-	unsigned char may_spin;	/* valid while `left` > 0 */
-	unsigned char left;	/* slow paths until the next look-up */
+	unsigned short may_spin;	/* valid while `left` > 0 ... */
+	unsigned short left;	/* slow paths until the next look-up */
+	unsigned gen;		/* ... and `gen` is spin_policy_gen */
 };
+
+/* Bumped after every affinity change made through weft. */
+extern unsigned spin_policy_gen;
 
 extern __thread struct spin_policy weft_spin_policy
 	__attribute__((tls_model("initial-exec")));
@@ -30,17 +38,19 @@ static inline int spin_worthwhile(void)
 {
 	struct spin_policy *p = &weft_spin_policy;
 
-	if (__builtin_expect(p->left != 0, 1)) {
+	if (__builtin_expect(p->left != 0 &&
+			     p->gen == __atomic_load_n(&spin_policy_gen,
+						       __ATOMIC_RELAXED), 1)) {
 		p->left--;
 		return p->may_spin;
 	}
 	return spin_policy_refresh();
 }
 
-/* After this thread changed its own affinity. */
+/* After a thread of this process had its affinity changed. */
 static inline void spin_policy_forget(void)
 {
-	weft_spin_policy.left = 0;
+	__atomic_fetch_add(&spin_policy_gen, 1, __ATOMIC_RELAXED);
 }
 
 #endif

@@ -11,6 +11,7 @@
 #include "core/spin_policy.h"
 #include "core/stats.h"
 #include "core/thread.h"
+#include "core/waitclock.h"
 #include "core/rt_hint.h"
 
 /* How long a waiter spins at most before it sleeps.  A short critical
@@ -22,9 +23,10 @@
    pauses weft spun before were 7.5 us, longer than a sleep). */
 #define SPIN_NS 2000
 
-/* A private-mutex waiter that has waited this long asks for a direct
-   hand-off (the fairness rule). */
-#define HANDOFF_AFTER_NS 1000000L
+/* A private-mutex waiter that has waited this long, in milliseconds
+   since its first sleep, asks for a direct hand-off (the fairness
+   rule; measured on core/waitclock.h's clock). */
+#define HANDOFF_AFTER_MS 1
 
 /* What a release that will not hand the mutex to its registrant leaves
    in the registration word, for the registrant to see and clear: a
@@ -124,6 +126,16 @@ static int take_or_mark(struct wmutex *w, int *sleep_on)
 	if (is_shared(w)) {
 		*sleep_on = 2;
 		return __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0;
+	}
+	v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+	if (v == 0 && cas(&w->lock, 0, LW_HELD)) {
+		/* The release left the word 0, without LW_SLEEPERS: the
+		   bit is cleared before the count is read, as in
+		   settle_sleepers, with one atomic step fewer. */
+		if (__atomic_load_n(&w->nusers, __ATOMIC_SEQ_CST) != 0)
+			__atomic_fetch_or(&w->lock, LW_SLEEPERS,
+					  __ATOMIC_SEQ_CST);
+		return 1;
 	}
 	v = __atomic_fetch_or(&w->lock, LW_HELD | LW_SLEEPERS, __ATOMIC_SEQ_CST);
 	if (!(v & LW_HELD)) {
@@ -251,7 +263,7 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 {
 	int priv = mutex_futex_flag(w);
 	int rt = 0; /* known at the first sleep (private mutexes) */
-	long start = 0;
+	unsigned long start = 0; /* waitclock stamp of the first sleep */
 
 	if (!contended) {
 		if (spin_worthwhile() && spin(w))
@@ -264,16 +276,16 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 		/* Real-time waiters stay in the kernel's queue, which is
 		   in priority order: a hand-off would let them jump it. */
 		if (priv == WEFT_FUTEX_PRIVATE && start &&
-		    now_ns() - start >= HANDOFF_AFTER_NS &&
+		    waitclock_passed_ms(start, HANDOFF_AFTER_MS) &&
 		    !(rt = self_realtime())) {
 			int r = wait_for_handoff(w, self, clock, abstime);
 			if (r >= 0)
 				return r;
-			start = now_ns(); /* someone else is served first */
+			start = waitclock_stamp(); /* another is served first */
 			continue;
 		}
 		if (!start && priv == WEFT_FUTEX_PRIVATE) {
-			start = now_ns();
+			start = waitclock_stamp();
 			rt = self_realtime();
 		}
 		sleepers_add(w, 1, rt);

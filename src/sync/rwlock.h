@@ -27,7 +27,7 @@
    `owner_tid` sits where glibc keeps its __cur_writer. */
 struct weft_rwlock {
 	uint64_t word; /* state (low half) | sleep word, the futex (high) */
-	uint32_t unused;
+	uint32_t unused; /* never read; the write lock stores 0 (spare store) */
 	uint32_t rd_waiters; /* readers registered as sleeping */
 	uint32_t wr_waiters; /* writers registered as sleeping */
 	uint32_t rt; /* real-time tops: writers bits 0-7, readers 8-15 */
@@ -82,6 +82,10 @@ static inline int rwlock_wrlock_fast(struct weft_rwlock *l)
 	if (!__atomic_compare_exchange_n(&l->word, &w, w | RW_WRLOCKED, 0,
 					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return -1;
+	/* A spare store, for speed only: the mutex's fast lock has the
+	   same one and the same reason (docs/sync.md, "The fast path's
+	   spare store"); nothing reads `unused`. */
+	l->unused = 0;
 	l->owner_tid = host_self_tid();
 	return 0;
 }
