@@ -11,12 +11,13 @@
    interval timer interrupts a loop of malloc/free (phase "malloc") or of
    dlsym and dl_iterate_phdr (phase "loader"); the first time the
    interrupted instruction lies in libc's or ld.so's code (read from the
-   signal context), the handler makes the process's first write() and
-   pthread_sigmask(), and in the malloc phase its first pthread_self(),
+   signal context), the handler makes the process's first write(),
+   pthread_sigmask() and fcntl(F_GETFL), and in the malloc phase its first pthread_self(),
    which runs weft's start-up in the handler.  This program interposes malloc, calloc,
    realloc, free and dlsym (exported with -rdynamic, Makefile) to count
    the calls made while the handler runs: expected none.  Bounded: each
    loop stops after 5 s without the handler's turn (a failure). */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/time.h>
@@ -104,7 +105,7 @@ static sigset_t chld_set;
 static int pipe_w;
 static ssize_t wrote = -2;
 static pthread_t self_in_handler;
-static int loader_phase, mask_result = -1;
+static int loader_phase, mask_result = -1, flags_in_handler = -1;
 static sigset_t mask_in_handler;
 static uintptr_t interrupted_at;
 
@@ -123,6 +124,7 @@ static void on_tick(int sig, siginfo_t *si, void *ctx)
 	in_handler = 1;
 	wrote = write(pipe_w, "x", 1); /* the first cancellation point */
 	mask_result = pthread_sigmask(SIG_BLOCK, NULL, &mask_in_handler);
+	flags_in_handler = fcntl(pipe_w, F_GETFL);
 	/* The first call that starts weft, in the malloc phase only: start-up
 	   reads the loader's list of objects under its lock
 	   (dl_iterate_phdr), which a handler that interrupted the loader on
@@ -196,6 +198,7 @@ static int phase(int loader)
 	CHECK_EQ(handler_mallocs, 0);
 	CHECK_EQ(handler_dlsyms, 0);
 	CHECK_EQ(mask_result, 0);
+	CHECK_EQ(flags_in_handler & O_ACCMODE, O_WRONLY);
 	CHECK(sigismember(&mask_in_handler, SIGALRM) == 1,
 	      "the handler's mask: expected SIGALRM in it, got %d",
 	      sigismember(&mask_in_handler, SIGALRM));
