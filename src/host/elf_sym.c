@@ -171,14 +171,14 @@ static int search_one(struct dl_phdr_info *info, size_t sz, void *data)
 	int d;
 
 	(void)sz;
+	if (is_vdso(info))
+		return 0;
 	if (s->self && !s->self_seen) {
 		s->self_seen = is_self(info, s->self);
 		if (!s->self_seen && !s->before)
 			s->before = defines(info, s->name, s->hash, &sym) != 0;
 		return 0;
 	}
-	if (is_vdso(info))
-		return 0;
 	d = defines(info, s->name, s->hash, &sym);
 	s->found = d != 0;
 	if (d > 0 && sym && ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC &&
