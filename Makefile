@@ -180,16 +180,19 @@ LINK_WEFT := -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,$(abspath $(B))
 
 $(B)/tests/linked/%: tests/%.c Makefile | $(B)/libweft.so
 	$(MKDIRS)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(LINK_WEFT) -ldl
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_LDFLAGS_$*) $(LINK_WEFT) -ldl
 $(B)/tests/preload/%: tests/%.c Makefile
 	$(MKDIRS)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< -ldl
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_LDFLAGS_$*) -ldl
 $(B)/tests/linked/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile | $(B)/libweft.so
 	$(MKDIRS)
 	$(CXX) -std=gnu++17 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_PARTS_$*) $(LINK_WEFT) -ldl
 $(B)/tests/preload/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile
 	$(MKDIRS)
 	$(CXX) -std=gnu++17 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_PARTS_$*) -ldl
+# A test's own link flags: t_sig_first_call interposes dlsym, which must
+# be in its dynamic symbol table for libweft's calls to reach it.
+TEST_LDFLAGS_t_sig_first_call := -rdynamic
 # Multi-file tests: a C++ test t_NAME.cpp also links the C objects listed
 # in TEST_PARTS_t_NAME (tests/parts/*.c), each with its own flags.
 TEST_PARTS_t_cancel_mixed := $(B)/tests/parts/cm_plain.o $(B)/tests/parts/cm_exc.o

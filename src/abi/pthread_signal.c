@@ -46,7 +46,10 @@ WEFT_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	ksigset_t k, prev;
 	long r;
 
-	if (!weft_serving())
+	/* No start-up needed (it may be called first from a handler):
+	   before start-up this is what glibc's does, which also keeps its
+	   two internal signals out of the mask. */
+	if (weft_forwarding())
 		return GLIBC_FN(pthread_sigmask)(how, set, old);
 	/* The kernel reads `how` only when there is a set; POSIX says the
 	   same (with no set, `how` is not looked at). */

@@ -12,6 +12,9 @@
 
 #include "arch/syscall_cp_window.h"
 #include "cancel.h"
+#include "kernel/syscall.h"
+
+extern int weft_init_done; /* init.c: 2 once start-up has finished */
 
 /* cancel_cp.c: after -EINTR, acts on a due cancellation (not for close). */
 long weft_cp_interrupted(long nr);
@@ -31,10 +34,18 @@ cancel_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 	   window reads the word: the canceller either sees the flag or
 	   this thread sees the request.  Cheaper than glibc's two atomic
 	   updates of the word. */
-	int marked = __atomic_load_n(host_layout.nthreads, __ATOMIC_RELAXED) > 1;
-	int outer = 0;
+	int marked, outer = 0;
 	long r;
 
+	/* Before start-up has finished (or on the thread running it) no
+	   weft cancellation can be pending and glibc's layout may be
+	   unknown: the plain system call.  An interposed point called for
+	   the first time from a signal handler thus needs no lookup of
+	   glibc's function, no lock and no malloc (docs/glibc-host.md,
+	   "Signal handlers before start-up"). */
+	if (__builtin_expect(__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) != 2, 0))
+		return sys_call6(nr, a1, a2, a3, a4, a5, a6);
+	marked = __atomic_load_n(host_layout.nthreads, __ATOMIC_RELAXED) > 1;
 	if (__builtin_expect(marked, 1))
 		outer = __atomic_exchange_n(&weft_in_cp, 1, __ATOMIC_SEQ_CST);
 	r = arch_syscall_cp_window(nr, a1, a2, a3, a4, a5, a6,

@@ -222,6 +222,15 @@ static inline int weft_serving(void)
 		return weft_init_slow();
 	return weft_is_active;
 }
+/* Nonzero once start-up decided that weft forwards every call to glibc.
+   For the entry points whose weft code is right whether or not weft
+   serves (pthread_sigmask): they need no start-up, which may then not
+   run in a signal handler. */
+static inline int weft_forwarding(void)
+{
+	return __atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) == 2 &&
+	       !weft_is_active;
+}
 /* weft_is_active alone (set once by start-up, after the host layout is
    known): the inline fast paths (a free mutex, a key, a condvar with no
    waiter) test only this; start-up, forwarding and every other case go

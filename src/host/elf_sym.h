@@ -8,10 +8,21 @@
 #define WEFT_HOST_ELF_SYM_H
 
 /* 0 if no loaded object defines `name` (in any version), so that dlsym
-   would fail; 1 if one may (dlsym is worth asking).  With `but_self` the
-   object holding libweft's code is left out (a lookup with RTLD_NEXT).
+   would fail; 1 if one may (dlsym is worth asking).  With `but_self`
+   only the objects after the one holding libweft's code count, as for a
+   lookup with RTLD_NEXT.
    An object whose table weft cannot read counts as one that may: the
    answer errs towards asking. */
 int host_may_define(const char *name, int but_self);
+
+/* The address of the first default-version definition of `name` in the
+   loaded objects, in load order (with `next`, only those after libweft:
+   what dlsym(RTLD_NEXT) finds for a name the program's initial objects
+   define).  No lock but the one dl_iterate_phdr takes (recursive), no
+   malloc, no system call: usable where dlsym is not (a signal handler,
+   start-up inside an allocator).  *sure is 1 when the answer is final
+   (NULL: nothing defines it), 0 when only dlsym can tell (an IFUNC, a
+   table weft cannot read, only hidden versions). */
+void *host_sym_lookup(const char *name, int next, int *sure);
 
 #endif

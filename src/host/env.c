@@ -8,6 +8,7 @@
 
 #include "elf_sym.h"
 #include "env.h"
+#include "real.h"
 
 /* getenv that also works before libc has set up `environ`: weft can
    start from another library's .preinit_array function (AddressSanitizer's
@@ -23,7 +24,7 @@ const char *host_getenv(const char *name)
 
 	if (environ)
 		return getenv(name);
-	dl_argv = dlsym(RTLD_DEFAULT, "_dl_argv");
+	dl_argv = host_default_sym("_dl_argv");
 	if (!dl_argv || !*dl_argv)
 		return NULL;
 	for (p = *dl_argv; *p; p++)
@@ -103,8 +104,8 @@ const char *host_thread_tool(void)
 {
 	const char *tool = NULL;
 
-	/* Asked only where it may be: a failed dlsym mallocs (elf_sym.h). */
-	if (host_may_define("__tsan_init", 0) && dlsym(RTLD_DEFAULT, "__tsan_init"))
+	/* From the symbol tables: a failed dlsym mallocs (elf_sym.h). */
+	if (host_default_sym("__tsan_init"))
 		return "ThreadSanitizer";
 	dl_iterate_phdr(find_thread_tool, &tool);
 	return tool;

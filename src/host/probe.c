@@ -266,7 +266,7 @@ const char *host_layout_probe(void)
 
 	if ((why = lookup_cleanup_functions()))
 		return why;
-	m = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
+	m = (uintptr_t)host_default_sym("malloc");
 	P.libc_malloc = m >= L.libc_text_lo && m < L.libc_text_hi;
 	P.stack_size = PROBE_STACK_ROOM +
 		       ((L.tls_size + L.tcb_size + 4095) & ~(size_t)4095);

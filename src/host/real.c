@@ -13,9 +13,25 @@ struct host_real host_real;
    interceptor, so `version` is only the fallback. */
 void *host_next_sym(const char *name, const char *version)
 {
-	void *p = dlsym(RTLD_NEXT, name);
+	int sure;
+	void *p = host_sym_lookup(name, 1, &sure);
 
+	/* Read from the objects' own symbol tables: dlsym takes the
+	   loader's lock and may malloc, and this runs at start-up and at
+	   a forwarder's first call, either of which may be in a signal
+	   handler (docs/glibc-host.md, "Signal handlers before start-up"). */
+	if (p || sure)
+		return p;
+	p = dlsym(RTLD_NEXT, name);
 	return p ? p : version ? dlvsym(RTLD_NEXT, name, version) : NULL;
+}
+
+void *host_default_sym(const char *name)
+{
+	int sure;
+	void *p = host_sym_lookup(name, 0, &sure);
+
+	return p || sure ? p : dlsym(RTLD_DEFAULT, name);
 }
 
 int host_real_resolve(void)
@@ -48,19 +64,20 @@ int host_real_resolve(void)
 	REAL(pthread_getspecific, "GLIBC_2.34");
 	REAL(pthread_setspecific, "GLIBC_2.34");
 	REAL(thrd_create, "GLIBC_2.34");
-	/* Last: absent before 2.42, and a failed lookup mallocs its error
-	   message (so it is asked only where an object defines it: a first
-	   malloc at start-up costs every program, elf_sym.h); an allocator
-	   that calls pthread functions then re-enters
-	   weft, which forwards them during start-up through the pointers
-	   above (one still NULL here crashed every program linked with
-	   jemalloc, and every preloaded ASan program: ASan's first malloc
-	   calls pthread_key_create). */
-	if (host_may_define("pthread_gettid_np", 1))
-		REAL(pthread_gettid_np, "GLIBC_2.42");
+	/* Last: absent before 2.42.  Every lookup here is read from the
+	   symbol tables (host_next_sym), so a name nothing defines costs no
+	   failed dlsym, whose error message is malloc'ed (a first malloc at
+	   start-up costs every program, elf_sym.h); an allocator that calls
+	   pthread functions would then re-enter weft, which forwards them
+	   during start-up through the pointers above (one still NULL here
+	   crashed every program linked with jemalloc, and every preloaded
+	   ASan program: ASan's first malloc calls pthread_key_create). */
+	REAL(pthread_gettid_np, "GLIBC_2.42");
 #undef REAL
-	r->cxa_thread_atexit_impl =
-		dlvsym(RTLD_DEFAULT, "__cxa_thread_atexit_impl", "GLIBC_2.18");
+	r->cxa_thread_atexit_impl = host_default_sym("__cxa_thread_atexit_impl");
+	if (!r->cxa_thread_atexit_impl)
+		r->cxa_thread_atexit_impl = dlvsym(
+			RTLD_DEFAULT, "__cxa_thread_atexit_impl", "GLIBC_2.18");
 	return r->pthread_create && r->pthread_join && r->pthread_exit &&
 	       r->pthread_self && r->cxa_thread_atexit_impl;
 }

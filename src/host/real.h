@@ -54,6 +54,10 @@ int host_real_resolve(void);
    points that are not in host_real; see GLIBC_FN in abi/export.h. */
 void *host_next_sym(const char *name, const char *version);
 
+/* dlsym(RTLD_DEFAULT, name), read from the symbol tables where they
+   answer (elf_sym.h): no malloc, not even for a name nothing defines. */
+void *host_default_sym(const char *name);
+
 
 /* Registers a function to run when the calling (adopted) thread exits. */
 int host_at_thread_exit(void (*fn)(void *), void *arg);

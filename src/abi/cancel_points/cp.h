@@ -9,10 +9,14 @@
    (core/cancel_inline.h), which keeps a completed
    call's result, with glibc's exact interface (errno, special cases).
 
-   Until weft has finished starting (or when it forwards everything to
-   glibc) a wrapper calls glibc's function: no weft cancellation can be
-   pending then, and start-up code calling them must not wait for the
-   start-up it is part of. */
+   Until weft has finished starting a wrapper runs weft's own code with
+   the plain system call (cancel_syscall): no weft cancellation can be
+   pending then, start-up code calling them must not wait for the
+   start-up it is part of, and a signal handler making the process's
+   first call of one must not look up glibc's function (dlsym takes the
+   loader's lock and may malloc; docs/glibc-host.md).  When weft forwards
+   everything to glibc (decided at start-up) a wrapper calls glibc's
+   function, found in the objects' symbol tables (host_next_sym). */
 #ifndef WEFT_ABI_CANCEL_POINTS_CP_H
 #define WEFT_ABI_CANCEL_POINTS_CP_H
 
@@ -23,10 +27,8 @@
 
 static inline int cp_serving(void)
 {
-	extern int weft_init_done;
-
 	return __builtin_expect(
-		__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) == 2 &&
+		__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) != 2 ||
 			weft_is_active,
 		1);
 }

@@ -134,10 +134,31 @@ WEFT_EXPORT int fdatasync(int fd)
 
 /* Only the waiting lock commands are cancellation points; every other
    command is glibc's (it has special cases, e.g. F_GETOWN). */
+/* A command that does not wait, as glibc's fcntl64 makes it: the system
+   call, except F_GETOWN, asked as F_GETOWN_EX so that a process group
+   (returned negative) is told from an error. */
+static int fcntl_plain(int fd, int cmd, void *arg)
+{
+	struct f_owner_ex ex;
+	long r;
+
+	if (cmd != F_GETOWN)
+		return (int)cp_ret(sys_call3(SYS_fcntl, fd, cmd, arg));
+	r = sys_call3(SYS_fcntl, fd, F_GETOWN_EX, &ex);
+	if (r < 0)
+		return (int)cp_ret(r);
+	return ex.type == F_OWNER_PGRP ? -ex.pid : ex.pid;
+}
+
+/* The other commands are glibc's once weft has started; before, weft's
+   plain version above, so that a first fcntl in a signal handler looks
+   nothing up (cp.h). */
 static int fcntl_common(int fd, int cmd, void *arg)
 {
 	if (cp_serving() && (cmd == F_SETLKW || cmd == F_OFD_SETLKW))
 		return (int)cp_ret(cp_sys3(SYS_fcntl, fd, cmd, arg));
+	if (__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) != 2)
+		return fcntl_plain(fd, cmd, arg);
 	return GLIBC_FN(fcntl64)(fd, cmd, arg);
 }
 

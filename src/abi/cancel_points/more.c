@@ -135,10 +135,13 @@ WEFT_EXPORT ssize_t vmsplice(int fd, const struct iovec *iov, size_t n,
 
 /* From glibc 2.41 getrandom takes the vDSO's path (no system call, a
    tenth of the time) and is a cancellation point through libc's window,
-   which weft follows (HOST_CANCEL_WINDOW): glibc's own serves it then. */
+   which weft follows (HOST_CANCEL_WINDOW): glibc's own serves it then,
+   and before start-up too (a program that never calls weft keeps the
+   vDSO's path). */
 WEFT_EXPORT ssize_t getrandom(void *buf, size_t n, unsigned int flags)
 {
-	if (!cp_serving() || host_layout.cancel_protocol == HOST_CANCEL_WINDOW)
+	if (__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) != 2 ||
+	    !weft_is_active || host_layout.cancel_protocol == HOST_CANCEL_WINDOW)
 		return GLIBC_FN(getrandom)(buf, n, flags);
 	return cp_ret(cp_sys3(SYS_getrandom, buf, n, flags));
 }
