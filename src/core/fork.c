@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "host/glibc.h"
+#include "kernel/futex.h"
 #include "stats.h"
 #include "runstate.h"
 #include "thread.h"
@@ -35,7 +36,7 @@ int weft_self_pid(void)
    neither does weft. */
 static int fork_locked;
 
-static void fork_prepare(void)
+void core_fork_prepare(void)
 {
 	int lock = weft_is_active && !host_single_threaded();
 
@@ -48,7 +49,7 @@ static void fork_prepare(void)
 	registry_lock_for_fork();
 }
 
-static void fork_parent(void)
+void core_fork_parent(void)
 {
 	if (!fork_locked)
 		return;
@@ -98,7 +99,7 @@ static int all_zero(const void *p, size_t n)
    the page (a fault each): what is already in its reset state is left
    alone, so that the child of a program that never made a thread pays
    for no page of weft's. */
-static void fork_child(void)
+void core_fork_child(void)
 {
 	struct weft_thread *self = weft_tls_self;
 
@@ -147,17 +148,42 @@ static void fork_child(void)
 		host_fork_child(self->tcb);
 }
 
-/* From libweft's constructor, before glibc's fork runs any handler the
-   program registers later (prepare handlers run in the reverse order of
-   registration, child handlers in that order), or from start-up if that
-   comes first.  Until start-up has run (issue 16: it waits for the first
-   call that needs it) the handlers find nothing to do: no weft lock,
-   thread or counter exists yet.  pthread_atfork is libc_nonshared's,
-   which passes libweft's __dso_handle. */
-void fork_init(void)
-{
-	static int registered;
+/* The registration, once per process, of weft_fork_handlers (the one
+   triple of the whole library, which the top layer defines: it calls the
+   sync layer's handlers and core's, in their order; docs/lifecycle.md,
+   "fork").  Not at load (issue 16: a process that never makes a thread
+   pays for nothing): from libweft's __register_atfork, the function behind
+   every pthread_atfork, before it registers the caller's handlers, so that
+   weft's come first in glibc's list whatever the order of constructors
+   (prepare handlers run last to first: weft's prepare after every
+   program's, its child handler before theirs); and from start-up, if no
+   program handler came first.  A second thread arriving meanwhile waits,
+   so that its own handlers cannot slip in before weft's; the registering
+   thread itself, re-entering (an allocator's pthread_atfork, called from
+   glibc's registration), goes on. */
+static int fork_registered; /* 0 no, 1 registering, 2 done (futex word) */
+static int fork_registrar;  /* the thread registering (state 1) */
 
-	if (!__atomic_exchange_n(&registered, 1, __ATOMIC_RELAXED))
-		pthread_atfork(fork_prepare, fork_parent, fork_child);
+void fork_register(void)
+{
+	int s = 0;
+
+	if (__atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE) == 2)
+		return;
+	if (__atomic_compare_exchange_n(&fork_registered, &s, 1, 0,
+					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&fork_registrar, sys_gettid(), __ATOMIC_RELAXED);
+		/* ENOMEM (glibc's list cannot grow): nothing better to do
+		   than what glibc does for any program then. */
+		(void)host_register_atfork_weft(weft_fork_handlers.prepare,
+						weft_fork_handlers.parent,
+						weft_fork_handlers.child);
+		__atomic_store_n(&fork_registered, 2, __ATOMIC_RELEASE);
+		futex_wake(&fork_registered, 0x7fffffff, WEFT_FUTEX_PRIVATE);
+		return;
+	}
+	if (s == 1 && __atomic_load_n(&fork_registrar, __ATOMIC_RELAXED) == sys_gettid())
+		return;
+	while (__atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE) == 1)
+		futex_wait(&fork_registered, 1, WEFT_FUTEX_PRIVATE);
 }
