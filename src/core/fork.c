@@ -7,6 +7,7 @@
    word holds its holder's tid, core/lock.h, and the child's tid is not
    the parent's).  In the child every other thread is gone, so its
    slot, TLS, malloc state and mapping are reclaimed there. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -28,6 +29,11 @@ int weft_self_pid(void)
 	}
 	return pid;
 }
+
+/* fork_register's state (a futex word): 0 not registered, the tid of the
+   thread registering, or FORK_REGISTERED. */
+#define FORK_REGISTERED (-1)
+static int fork_registered;
 
 /* Whether fork_prepare took the locks.  With one thread nobody else can
    hold them, and the forking thread may be a signal handler that
@@ -103,6 +109,11 @@ void core_fork_child(void)
 {
 	struct weft_thread *self = weft_tls_self;
 
+	/* This handler runs, so glibc lists weft's triple: a registration
+	   another thread had under way at the fork is done (fork_register). */
+	if (__atomic_load_n(&fork_registered, __ATOMIC_RELAXED) != FORK_REGISTERED)
+		__atomic_store_n(&fork_registered, FORK_REGISTERED, __ATOMIC_RELAXED);
+
 	if (!__atomic_load_n(&weft_threads_seen, __ATOMIC_RELAXED)) {
 		/* No thread was ever made or adopted: no descriptor, stack,
 		   slot or counter to reset, and fork_prepare took no
@@ -158,32 +169,48 @@ void core_fork_child(void)
    (prepare handlers run last to first: weft's prepare after every
    program's, its child handler before theirs); and from start-up, if no
    program handler came first.  A second thread arriving meanwhile waits,
-   so that its own handlers cannot slip in before weft's; the registering
-   thread itself, re-entering (an allocator's pthread_atfork, called from
-   glibc's registration), goes on. */
-static int fork_registered; /* 0 no, 1 registering, 2 done (futex word) */
-static int fork_registrar;  /* the thread registering (state 1) */
+   so that its own handlers cannot slip in before weft's (such a thread
+   predates start-up: a raw clone's, or one glibc made for itself); the
+   registering thread itself, re-entering from a signal handler (start-up
+   there), goes on. */
+
+static void fork_register_now(void)
+{
+	/* ENOMEM (glibc's list cannot grow): nothing better to do than what
+	   glibc does for any program then. */
+	(void)host_register_atfork_weft(weft_fork_handlers.prepare,
+					weft_fork_handlers.parent,
+					weft_fork_handlers.child);
+	__atomic_store_n(&fork_registered, FORK_REGISTERED, __ATOMIC_RELEASE);
+	futex_wake(&fork_registered, 0x7fffffff, WEFT_FUTEX_PRIVATE);
+}
 
 void fork_register(void)
 {
-	int s = 0;
+	int me, s = __atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE) == 2)
+	if (s == FORK_REGISTERED)
 		return;
-	if (__atomic_compare_exchange_n(&fork_registered, &s, 1, 0,
-					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(&fork_registrar, sys_gettid(), __ATOMIC_RELAXED);
-		/* ENOMEM (glibc's list cannot grow): nothing better to do
-		   than what glibc does for any program then. */
-		(void)host_register_atfork_weft(weft_fork_handlers.prepare,
-						weft_fork_handlers.parent,
-						weft_fork_handlers.child);
-		__atomic_store_n(&fork_registered, 2, __ATOMIC_RELEASE);
-		futex_wake(&fork_registered, 0x7fffffff, WEFT_FUTEX_PRIVATE);
-		return;
+	me = sys_gettid();
+	for (;;) {
+		if (s == FORK_REGISTERED || s == me)
+			return;
+		if (s == 0 || sys_tgkill(sys_getpid(), s, 0) == -ESRCH) {
+			/* Free, or the registering thread is not in this
+			   process: a fork child of a process one of whose
+			   threads was registering.  Had glibc listed the
+			   triple before the fork, core_fork_child would
+			   have said so; that thread is gone, so register
+			   here (the child has one thread). */
+			if (__atomic_compare_exchange_n(&fork_registered, &s, me, 0,
+							__ATOMIC_ACQUIRE,
+							__ATOMIC_ACQUIRE)) {
+				fork_register_now();
+				return;
+			}
+			continue; /* s reloaded by the failed exchange */
+		}
+		futex_wait(&fork_registered, s, WEFT_FUTEX_PRIVATE);
+		s = __atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE);
 	}
-	if (s == 1 && __atomic_load_n(&fork_registrar, __ATOMIC_RELAXED) == sys_gettid())
-		return;
-	while (__atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE) == 1)
-		futex_wait(&fork_registered, 1, WEFT_FUTEX_PRIVATE);
 }
