@@ -172,18 +172,22 @@ $(BIN)/weft: tools/weft.c Makefile | $(B)/libweft.so
 TEST_C    := $(wildcard tests/t_*.c)
 TEST_CXX  := $(wildcard tests/t_*.cpp)
 TEST_NAMES := $(notdir $(basename $(TEST_C) $(TEST_CXX)))
-TEST_LIBS := $(B)/tests/libtlsmod.so $(B)/tests/libietls.so
+TEST_LIBS := $(B)/tests/libtlsmod.so $(B)/tests/libietls.so \
+	$(B)/tests/libatforkfirst.so $(B)/tests/libatforkdl.so
 TEST_BINS := $(foreach n,$(TEST_NAMES),$(B)/tests/linked/$(n) $(B)/tests/preload/$(n))
 .SECONDEXPANSION:
 TEST_CFLAGS := $(CFLAGS) $(WARN) $(TEST_SAN) -D_GNU_SOURCE -Iinclude -Itests -pthread
 LINK_WEFT := -L$(B) -Wl,--no-as-needed -lweft -Wl,-rpath,$(abspath $(B))
 
-$(B)/tests/linked/%: tests/%.c Makefile | $(B)/libweft.so
+$(B)/tests/linked/%: tests/%.c $$(TEST_LINK_AFTER_$$*) Makefile | $(B)/libweft.so
 	$(MKDIRS)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_LDFLAGS_$*) $(LINK_WEFT) -ldl
-$(B)/tests/preload/%: tests/%.c Makefile
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_LDFLAGS_$*) $(LINK_WEFT) -ldl $(abspath $(TEST_LINK_AFTER_$*))
+$(B)/tests/preload/%: tests/%.c $$(TEST_LINK_AFTER_$$*) Makefile
 	$(MKDIRS)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_LDFLAGS_$*) -ldl
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_LDFLAGS_$*) -ldl $(abspath $(TEST_LINK_AFTER_$*))
+# Test libraries a test links after libweft (so that, in both modes, the
+# dynamic linker initialises them before libweft).
+TEST_LINK_AFTER_t_atfork_order := $(B)/tests/libatforkfirst.so
 $(B)/tests/linked/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile | $(B)/libweft.so
 	$(MKDIRS)
 	$(CXX) -std=gnu++17 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_PARTS_$*) $(LINK_WEFT) -ldl

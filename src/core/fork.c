@@ -7,10 +7,12 @@
    word holds its holder's tid, core/lock.h, and the child's tid is not
    the parent's).  In the child every other thread is gone, so its
    slot, TLS, malloc state and mapping are reclaimed there. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "host/glibc.h"
+#include "kernel/futex.h"
 #include "stats.h"
 #include "runstate.h"
 #include "thread.h"
@@ -28,6 +30,11 @@ int weft_self_pid(void)
 	return pid;
 }
 
+/* fork_register's state (a futex word): 0 not registered, the tid of the
+   thread registering, or FORK_REGISTERED. */
+#define FORK_REGISTERED (-1)
+static int fork_registered;
+
 /* Whether fork_prepare took the locks.  With one thread nobody else can
    hold them, and the forking thread may be a signal handler that
    interrupted its own holder: glibc takes none of its locks then (so
@@ -35,7 +42,7 @@ int weft_self_pid(void)
    neither does weft. */
 static int fork_locked;
 
-static void fork_prepare(void)
+void core_fork_prepare(void)
 {
 	int lock = weft_is_active && !host_single_threaded();
 
@@ -48,7 +55,7 @@ static void fork_prepare(void)
 	registry_lock_for_fork();
 }
 
-static void fork_parent(void)
+void core_fork_parent(void)
 {
 	if (!fork_locked)
 		return;
@@ -98,9 +105,14 @@ static int all_zero(const void *p, size_t n)
    the page (a fault each): what is already in its reset state is left
    alone, so that the child of a program that never made a thread pays
    for no page of weft's. */
-static void fork_child(void)
+void core_fork_child(void)
 {
 	struct weft_thread *self = weft_tls_self;
+
+	/* This handler runs, so glibc lists weft's triple: a registration
+	   another thread had under way at the fork is done (fork_register). */
+	if (__atomic_load_n(&fork_registered, __ATOMIC_RELAXED) != FORK_REGISTERED)
+		__atomic_store_n(&fork_registered, FORK_REGISTERED, __ATOMIC_RELAXED);
 
 	if (!__atomic_load_n(&weft_threads_seen, __ATOMIC_RELAXED)) {
 		/* No thread was ever made or adopted: no descriptor, stack,
@@ -147,17 +159,58 @@ static void fork_child(void)
 		host_fork_child(self->tcb);
 }
 
-/* From libweft's constructor, before glibc's fork runs any handler the
-   program registers later (prepare handlers run in the reverse order of
-   registration, child handlers in that order), or from start-up if that
-   comes first.  Until start-up has run (issue 16: it waits for the first
-   call that needs it) the handlers find nothing to do: no weft lock,
-   thread or counter exists yet.  pthread_atfork is libc_nonshared's,
-   which passes libweft's __dso_handle. */
-void fork_init(void)
-{
-	static int registered;
+/* The registration, once per process, of weft_fork_handlers (the one
+   triple of the whole library, which the top layer defines: it calls the
+   sync layer's handlers and core's, in their order; docs/lifecycle.md,
+   "fork").  Not at load (issue 16: a process that never makes a thread
+   pays for nothing): from libweft's __register_atfork, the function behind
+   every pthread_atfork, before it registers the caller's handlers, so that
+   weft's come first in glibc's list whatever the order of constructors
+   (prepare handlers run last to first: weft's prepare after every
+   program's, its child handler before theirs); and from start-up, if no
+   program handler came first.  A second thread arriving meanwhile waits,
+   so that its own handlers cannot slip in before weft's (such a thread
+   predates start-up: a raw clone's, or one glibc made for itself); the
+   registering thread itself, re-entering from a signal handler (start-up
+   there), goes on. */
 
-	if (!__atomic_exchange_n(&registered, 1, __ATOMIC_RELAXED))
-		pthread_atfork(fork_prepare, fork_parent, fork_child);
+static void fork_register_now(void)
+{
+	/* ENOMEM (glibc's list cannot grow): nothing better to do than what
+	   glibc does for any program then. */
+	(void)host_register_atfork_weft(weft_fork_handlers.prepare,
+					weft_fork_handlers.parent,
+					weft_fork_handlers.child);
+	__atomic_store_n(&fork_registered, FORK_REGISTERED, __ATOMIC_RELEASE);
+	futex_wake(&fork_registered, 0x7fffffff, WEFT_FUTEX_PRIVATE);
+}
+
+void fork_register(void)
+{
+	int me, s = __atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE);
+
+	if (s == FORK_REGISTERED)
+		return;
+	me = sys_gettid();
+	for (;;) {
+		if (s == FORK_REGISTERED || s == me)
+			return;
+		if (s == 0 || sys_tgkill(sys_getpid(), s, 0) == -ESRCH) {
+			/* Free, or the registering thread is not in this
+			   process: a fork child of a process one of whose
+			   threads was registering.  Had glibc listed the
+			   triple before the fork, core_fork_child would
+			   have said so; that thread is gone, so register
+			   here (the child has one thread). */
+			if (__atomic_compare_exchange_n(&fork_registered, &s, me, 0,
+							__ATOMIC_ACQUIRE,
+							__ATOMIC_ACQUIRE)) {
+				fork_register_now();
+				return;
+			}
+			continue; /* s reloaded by the failed exchange */
+		}
+		futex_wait(&fork_registered, s, WEFT_FUTEX_PRIVATE);
+		s = __atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE);
+	}
 }

@@ -112,6 +112,9 @@ static void init_once(void)
 	const char *why;
 
 	tunables_init();
+	/* weft's fork handlers, unless a pthread_atfork came first
+	   (fork.c): from here on they may have something to do. */
+	fork_register();
 	why = why_not_serve();
 	weft_is_active = why == NULL;
 	host_status = why ? why : "ok";
@@ -124,7 +127,6 @@ static void init_once(void)
 		   thread is adopted by its first call that needs its
 		   descriptor, the probe thread waits for the first thread
 		   creation. */
-		fork_init();
 		cancel_init();
 		tsd_adopt_startup_keys(host_real.pthread_getspecific);
 	}
@@ -209,7 +211,8 @@ const char *weft_threads_refused(void)
 
 /* Start-up is not run here (issue 16): a program that never calls a
    thread function pays for no lookup, check or handler, only for the
-   loading of libweft and its fork handlers' registration.  It runs at
+   loading of libweft (its fork handlers are registered by start-up or by
+   the first pthread_atfork, core/fork.c).  It runs at
    the first call that needs it (weft_serving), from any thread, before
    that call is served or forwarded.  Except when an exit report is
    asked for (WEFT_REPORT, WEFT_STATS): the report says whether weft
@@ -239,7 +242,6 @@ static int report_asked(void)
 
 __attribute__((constructor(101))) static void weft_constructor(void)
 {
-	fork_init();
 	if (!__atomic_load_n(&weft_init_done, __ATOMIC_ACQUIRE) && !report_asked())
 		return;
 	weft_serving();

@@ -198,7 +198,20 @@ void thread_finish(struct weft_thread *t) __attribute__((noreturn));
    thread's result. */
 void thread_exit_duty(struct weft_thread *t, void (*duty)(struct weft_thread *));
 void adopted_free(struct weft_thread *t); /* self.c */
-void fork_init(void);
+/* fork.c: core's fork handlers, and the registration of the library's
+   one handler triple, weft_fork_handlers, with glibc (once). */
+void core_fork_prepare(void);
+void core_fork_parent(void);
+void core_fork_child(void);
+void fork_register(void);
+/* The triple itself: defined by the top layer (abi/atfork.c), the one
+   that sees every module's handlers; core only passes it to glibc. */
+struct fork_handlers {
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+extern const struct fork_handlers weft_fork_handlers;
 /* This process's id, cached (reset in a fork child): lets process-private
    objects in shared memory notice a use from another process. */
 int weft_self_pid(void);

@@ -1,5 +1,6 @@
 /* glibc's own functions (real.h). */
 #include <dlfcn.h>
+#include <errno.h>
 
 #include "elf_sym.h"
 #include "real.h"
@@ -87,4 +88,31 @@ extern void *__dso_handle;
 int host_at_thread_exit(void (*fn)(void *), void *arg)
 {
 	return host_real.cxa_thread_atexit_impl(fn, arg, &__dso_handle);
+}
+
+/* glibc's __register_atfork (GLIBC_2.3.2), the function behind every
+   pthread_atfork: libc_nonshared's pthread_atfork, linked into each
+   program and library, calls it with the caller's __dso_handle, which
+   dlclose uses to drop a library's handlers.  libweft exports one of its
+   own (abi/atfork.c), so glibc's is looked up past it, once. */
+int host_register_atfork(void (*prepare)(void), void (*parent)(void),
+			 void (*child)(void), void *dso_handle)
+{
+	typedef int fn_t(void (*)(void), void (*)(void), void (*)(void), void *);
+	static fn_t *real;
+	fn_t *p = __atomic_load_n(&real, __ATOMIC_RELAXED);
+
+	if (!p) {
+		p = (fn_t *)host_next_sym("__register_atfork", "GLIBC_2.3.2");
+		if (!p)
+			return ENOMEM;
+		__atomic_store_n(&real, p, __ATOMIC_RELAXED);
+	}
+	return p(prepare, parent, child, dso_handle);
+}
+
+int host_register_atfork_weft(void (*prepare)(void), void (*parent)(void),
+			      void (*child)(void))
+{
+	return host_register_atfork(prepare, parent, child, &__dso_handle);
 }

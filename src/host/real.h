@@ -58,6 +58,13 @@ void *host_next_sym(const char *name, const char *version);
    answer (elf_sym.h): no malloc, not even for a name nothing defines. */
 void *host_default_sym(const char *name);
 
+/* glibc's __register_atfork (found past libweft's own export): registers
+   fork handlers for the object `dso_handle`; 0 or ENOMEM.  The _weft
+   form registers libweft's own (its __dso_handle). */
+int host_register_atfork(void (*prepare)(void), void (*parent)(void),
+			 void (*child)(void), void *dso_handle);
+int host_register_atfork_weft(void (*prepare)(void), void (*parent)(void),
+			      void (*child)(void));
 
 /* Registers a function to run when the calling (adopted) thread exits. */
 int host_at_thread_exit(void (*fn)(void *), void *arg);

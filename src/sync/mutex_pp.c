@@ -56,15 +56,9 @@ static __thread struct pp_thread pp_self __attribute__((tls_model("initial-exec"
    That thread does not exist in the child, and the lock's word names
    it: the child resets the lock.  Its counts stay: the child holds the
    same mutexes, at the same priority. */
-static void pp_fork_child(void)
+void pp_fork_child(void)
 {
 	weft_lock_reset(&pp_self.lock);
-}
-
-/* Registered at load time, never from inside a fork handler. */
-__attribute__((constructor)) static void pp_register_fork(void)
-{
-	pthread_atfork(NULL, NULL, pp_fork_child);
 }
 
 /* Another thread's state.  Initial-exec TLS sits at the same offset

@@ -25,5 +25,7 @@ int pp_sched_base(char *tcb, int *policy, int *prio);
    it.  glibc does not see weft's ceilings: a boost in force is lost
    until the thread's highest ceiling changes. */
 void pp_sched_note(char *tcb, int policy, int prio);
+/* fork child handler: resets the forking thread's lock (abi/atfork.c). */
+void pp_fork_child(void);
 
 #endif

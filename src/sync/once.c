@@ -39,16 +39,10 @@ static unsigned fork_generation;
    forking thread can be running one, and it goes on running it in the
    child: no new generation, and no write, which would copy a page at
    every fork (issue 16). */
-static void once_fork_child(void)
+void once_fork_child(void)
 {
 	if (!host_single_threaded())
 		fork_generation += ONCE_GEN_STEP;
-}
-
-/* Registered at load time, never from inside a fork handler. */
-__attribute__((constructor)) static void once_register_fork(void)
-{
-	pthread_atfork(NULL, NULL, once_fork_child);
 }
 
 static unsigned *word(pthread_once_t *once)

@@ -33,5 +33,9 @@ sem_t *sem_named_open(const char *name, int oflag, unsigned mode,
 		      unsigned value, int *err);
 int sem_named_close(sem_t *sem);
 int sem_named_unlink(const char *name);
+/* fork handlers of the named-semaphore list (abi/atfork.c calls them). */
+void sem_named_fork_prepare(void);
+void sem_named_fork_parent(void);
+void sem_named_fork_child(void);
 
 #endif

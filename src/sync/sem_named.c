@@ -52,7 +52,7 @@ static weft_lock_t mappings_lock = WEFT_LOCK_INIT;
    handler must not wait for a lock its own thread holds. */
 static int fork_locked;
 
-static void fork_prepare(void)
+void sem_named_fork_prepare(void)
 {
 	int lock = !host_single_threaded();
 
@@ -62,21 +62,16 @@ static void fork_prepare(void)
 		weft_lock(&mappings_lock);
 }
 
-static void fork_parent(void)
+void sem_named_fork_parent(void)
 {
 	if (fork_locked)
 		weft_unlock(&mappings_lock);
 }
 
-static void fork_child(void)
+void sem_named_fork_child(void)
 {
 	if (fork_locked)
 		weft_lock_reset(&mappings_lock);
-}
-
-__attribute__((constructor)) static void sem_named_register_fork(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* "/dev/shm/sem.NAME" for a name with optional leading slashes and no
