@@ -101,16 +101,13 @@ int main(void)
 	int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
 		    CLONE_THREAD | CLONE_SYSVSEM | CLONE_CHILD_SETTID |
 		    CLONE_CHILD_CLEARTID;
-	Dl_info di;
 	pid_t tid, v;
 
 	/* weft starts here, with one thread; then proves it serves. */
 	pthread_mutex_lock(&m);
 	pthread_mutex_unlock(&m);
 	WEFT_REQUIRE();
-	CHECK(dladdr((void *)pthread_mutex_lock, &di) &&
-		      strstr(di.dli_fname, "libweft"),
-	      "pthread_mutex_lock: expected libweft's, got %s", di.dli_fname);
+	REQUIRE_SERVED(pthread_mutex_lock);
 	signal(SIGALRM, on_alarm);
 	alarm(60);
 	ctid = -1;
