@@ -240,6 +240,15 @@ WEFT_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 
 /* --- affinity ---------------------------------------------------------- */
 
+/* Every thread's spin decision is looked up again at its next slow path
+   (core/spin_policy.h), after the change: also after a failed call, and
+   for a thread glibc made. */
+static int spin_policy_forget_after(int err)
+{
+	spin_policy_forget();
+	return err;
+}
+
 WEFT_EXPORT int pthread_setaffinity_np(pthread_t th, size_t n,
 				       const cpu_set_t *set)
 {
@@ -247,26 +256,14 @@ WEFT_EXPORT int pthread_setaffinity_np(pthread_t th, size_t n,
 	struct weft_pin pin;
 	int tid, err;
 
-	/* Every thread's spin decision is looked up again at its next slow
-	   path (core/spin_policy.h), after the change: also after a
-	   failed call, and for a thread glibc made. */
-	switch (route(th, &x)) {
-	case GLIBC:
-		err = host_real.pthread_setaffinity_np(x.glibc, n, set);
-		spin_policy_forget();
-		return err;
-	case FAILED:
-		return x.err;
-	default:
-		break;
-	}
+	ROUTE_OR_RETURN(th, x, spin_policy_forget_after(
+		host_real.pthread_setaffinity_np(x.glibc, n, set)));
 	if ((tid = thread_pin(x.t, th, &pin)) < 0)
 		return -tid;
 	/* EINVAL when no allowed CPU is in the set. */
 	err = kerr(sys_sched_setaffinity(tid, n, set));
 	thread_unpin(x.t, &pin);
-	spin_policy_forget();
-	return err;
+	return spin_policy_forget_after(err);
 }
 
 WEFT_EXPORT int pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)

@@ -194,15 +194,6 @@ static void search(struct search *s)
 	dl_iterate_phdr(search_one, s);
 }
 
-int host_may_define(const char *name, int but_self)
-{
-	struct search s = {.name = name};
-
-	s.self = but_self ? (uintptr_t)&host_may_define : 0;
-	search(&s);
-	return s.found || s.before;
-}
-
 void *host_sym_lookup(const char *name, int next, int *sure)
 {
 	struct search s = {.name = name};

@@ -132,8 +132,6 @@ WEFT_EXPORT int fdatasync(int fd)
 	return (int)cp_ret(cp_sys1(SYS_fdatasync, fd));
 }
 
-/* Only the waiting lock commands are cancellation points; every other
-   command is glibc's (it has special cases, e.g. F_GETOWN). */
 /* A command that does not wait, as glibc's fcntl64 makes it: the system
    call, except F_GETOWN, asked as F_GETOWN_EX so that a process group
    (returned negative) is told from an error. */
@@ -150,9 +148,10 @@ static int fcntl_plain(int fd, int cmd, void *arg)
 	return ex.type == F_OWNER_PGRP ? -ex.pid : ex.pid;
 }
 
-/* The other commands are glibc's once weft has started; before, weft's
-   plain version above, so that a first fcntl in a signal handler looks
-   nothing up (cp.h). */
+/* Only the waiting lock commands are cancellation points.  Every other
+   command is glibc's once weft has started (it has special cases, e.g.
+   F_GETOWN); before, weft's plain version above, so that a first fcntl
+   in a signal handler looks nothing up (cp.h). */
 static int fcntl_common(int fd, int cmd, void *arg)
 {
 	if (cp_serving() && (cmd == F_SETLKW || cmd == F_OFD_SETLKW))
