@@ -11,45 +11,47 @@
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/auxv.h>
 
 #include "elf_sym.h"
+#include "objects.h"
 
 struct dyn_tables {
 	const uint32_t *gnu_hash;
 	const ElfW(Sym) *symtab;
 	const char *strtab;
 	const ElfW(Half) *versym; /* NULL: the object has no versions */
+	const ElfW(Verdef) *verdef;
+	size_t verdefnum;
 };
 
 /* ld.so rewrites the address entries of a writable dynamic section to
    run-time addresses, and leaves a read-only one (the vDSO's) as link
    addresses: an entry below the load base is still a link address. */
-static const void *dyn_addr(const struct dl_phdr_info *info, ElfW(Addr) v)
+static const void *dyn_addr(const struct host_object *o, ElfW(Addr) v)
 {
-	return (const void *)(v < info->dlpi_addr ? v + info->dlpi_addr : v);
+	return (const void *)(v < o->base ? v + o->base : v);
 }
 
-static int dyn_tables(const struct dl_phdr_info *info, struct dyn_tables *t)
+static int dyn_tables(const struct host_object *o, struct dyn_tables *t)
 {
-	const ElfW(Dyn) *d = NULL;
+	const ElfW(Dyn) *d = o->dynamic;
 
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			d = (const ElfW(Dyn) *)(info->dlpi_addr +
-						info->dlpi_phdr[i].p_vaddr);
 	if (!d)
 		return 0;
 	memset(t, 0, sizeof *t);
 	for (; d->d_tag != DT_NULL; d++) {
 		if (d->d_tag == DT_GNU_HASH)
-			t->gnu_hash = dyn_addr(info, d->d_un.d_ptr);
+			t->gnu_hash = dyn_addr(o, d->d_un.d_ptr);
 		else if (d->d_tag == DT_SYMTAB)
-			t->symtab = dyn_addr(info, d->d_un.d_ptr);
+			t->symtab = dyn_addr(o, d->d_un.d_ptr);
 		else if (d->d_tag == DT_STRTAB)
-			t->strtab = dyn_addr(info, d->d_un.d_ptr);
+			t->strtab = dyn_addr(o, d->d_un.d_ptr);
 		else if (d->d_tag == DT_VERSYM)
-			t->versym = dyn_addr(info, d->d_un.d_ptr);
+			t->versym = dyn_addr(o, d->d_un.d_ptr);
+		else if (d->d_tag == DT_VERDEF)
+			t->verdef = dyn_addr(o, d->d_un.d_ptr);
+		else if (d->d_tag == DT_VERDEFNUM)
+			t->verdefnum = d->d_un.d_val;
 	}
 	return t->gnu_hash && t->symtab && t->strtab;
 }
@@ -85,10 +87,42 @@ static int is_default_version(const struct dyn_tables *t, uint32_t i)
 	       (!(t->versym[i] & 0x8000) && (t->versym[i] & 0x7fff) != 0);
 }
 
-/* 1 defined (*sym set to the default definition, if any), 0 not, -1 the
-   table could not be read. */
-static int defines(const struct dl_phdr_info *info, const char *name, uint32_t h,
-		   const ElfW(Sym) **sym)
+/* The name of version index ndx (DT_VERDEF), or NULL. */
+static const char *version_name(const struct dyn_tables *t, unsigned ndx)
+{
+	const ElfW(Verdef) *vd = t->verdef;
+
+	for (size_t k = 0; vd && k < t->verdefnum; k++) {
+		if (vd->vd_ndx == ndx) {
+			const ElfW(Verdaux) *a = (const ElfW(Verdaux) *)(
+				(const char *)vd + vd->vd_aux);
+
+			return t->strtab + a->vda_name;
+		}
+		if (!vd->vd_next)
+			break;
+		vd = (const ElfW(Verdef) *)((const char *)vd + vd->vd_next);
+	}
+	return NULL;
+}
+
+/* Whether symbol i is the one a lookup takes: of `version` (hidden or
+   not) when one is asked for, else the default one. */
+static int is_wanted_version(const struct dyn_tables *t, uint32_t i,
+			     const char *version)
+{
+	const char *v;
+
+	if (!version)
+		return is_default_version(t, i);
+	v = t->versym ? version_name(t, t->versym[i] & 0x7fff) : NULL;
+	return v && strcmp(v, version) == 0;
+}
+
+/* 1 defined (*sym set to the wanted version's definition, if any), 0
+   not, -1 the table could not be read. */
+static int defines(const struct host_object *o, const char *name,
+		   const char *version, uint32_t h, const ElfW(Sym) **sym)
 {
 	struct dyn_tables t;
 	uint32_t nbuckets, symoffset, bloom_size, shift, i;
@@ -99,7 +133,7 @@ static int defines(const struct dl_phdr_info *info, const char *name, uint32_t h
 	int found = 0;
 
 	*sym = NULL;
-	if (!dyn_tables(info, &t))
+	if (!dyn_tables(o, &t))
 		return -1;
 	nbuckets = t.gnu_hash[0];
 	symoffset = t.gnu_hash[1];
@@ -121,7 +155,7 @@ static int defines(const struct dl_phdr_info *info, const char *name, uint32_t h
 		if ((h | 1) == (h2 | 1) && is_lookup_def(s) &&
 		    strcmp(t.strtab + s->st_name, name) == 0) {
 			found = 1;
-			if (is_default_version(&t, i)) {
+			if (is_wanted_version(&t, i, version)) {
 				*sym = s;
 				return 1;
 			}
@@ -129,83 +163,91 @@ static int defines(const struct dl_phdr_info *info, const char *name, uint32_t h
 		if (h2 & 1)
 			break;
 	}
-	return found;
+	return version ? 0 : found;
 }
 
 struct search {
 	const char *name;
+	const char *version; /* NULL: the default one */
 	uint32_t hash;
-	uintptr_t self; /* 0: no object skipped */
-	int self_seen;  /* only objects after self count (RTLD_NEXT) */
+	int skip_self;  /* only objects after libweft count (RTLD_NEXT) */
+	int self_seen;
 	int before;     /* an object before self defines it */
 	int found;
-	void *addr;     /* host_sym_lookup: the definition's address */
+	const ElfW(Sym) *sym;
+	uintptr_t base; /* of the object that defines sym */
 };
 
-static int is_self(const struct dl_phdr_info *info, uintptr_t self)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && self >= lo && self - lo < ph->p_memsz)
-			return 1;
-	}
-	return 0;
-}
-
-/* The vDSO is on the loader's list of objects but in no lookup scope:
-   its clock_gettime and getrandom are not what dlsym finds (libc's). */
-static int is_vdso(const struct dl_phdr_info *info)
-{
-	uintptr_t ehdr = getauxval(AT_SYSINFO_EHDR);
-
-	return ehdr && (uintptr_t)info->dlpi_phdr ==
-			       ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
-}
-
-static int search_one(struct dl_phdr_info *info, size_t sz, void *data)
+static int search_one(struct host_object *o, void *data)
 {
 	struct search *s = data;
 	const ElfW(Sym) *sym;
 	int d;
 
-	(void)sz;
-	if (is_vdso(info))
+	if (host_object_is_vdso(o))
 		return 0;
-	if (s->self && !s->self_seen) {
-		s->self_seen = is_self(info, s->self);
+	if (s->skip_self && !s->self_seen) {
+		s->self_seen = host_object_is_self(o);
 		if (!s->self_seen && !s->before)
-			s->before = defines(info, s->name, s->hash, &sym) != 0;
+			s->before = defines(o, s->name, s->version, s->hash, &sym) != 0;
 		return 0;
 	}
-	d = defines(info, s->name, s->hash, &sym);
+	d = defines(o, s->name, s->version, s->hash, &sym);
+	if (d < 0 && s->version)
+		d = 0; /* an unreadable table: not the versioned object */
 	s->found = d != 0;
-	if (d > 0 && sym && ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC &&
-	    ELF64_ST_TYPE(sym->st_info) != STT_TLS)
-		s->addr = (void *)((sym->st_shndx == SHN_ABS ? 0 : info->dlpi_addr) +
-				   sym->st_value);
+	if (d > 0 && sym) {
+		s->sym = sym;
+		s->base = sym->st_shndx == SHN_ABS ? 0 : o->base;
+	}
 	return s->found;
 }
 
 static void search(struct search *s)
 {
 	s->hash = gnu_hash(s->name);
-	dl_iterate_phdr(search_one, s);
+	host_objects_each(search_one, s);
+}
+
+static int has_address(const ElfW(Sym) *sym)
+{
+	unsigned type = ELF64_ST_TYPE(sym->st_info);
+
+	return type != STT_GNU_IFUNC && type != STT_TLS;
 }
 
 void *host_sym_lookup(const char *name, int next, int *sure)
 {
-	struct search s = {.name = name};
+	struct search s = {.name = name, .skip_self = next};
+	void *addr = NULL;
 
-	s.self = next ? (uintptr_t)&host_sym_lookup : 0;
 	search(&s);
+	if (s.sym && has_address(s.sym))
+		addr = (void *)(s.base + s.sym->st_value);
 	/* Not found: nothing defines it.  Found without an address: an
 	   IFUNC (its resolver is the dynamic linker's to call), a table
 	   weft cannot read, or only hidden versions: dlsym decides.  Found
 	   only before libweft: libweft was loaded after libc (by dlopen),
 	   where what RTLD_NEXT finds depends on the loader's scopes: dlsym
 	   decides too. */
-	*sure = s.addr || (!s.found && !s.before);
-	return s.addr;
+	*sure = addr || (!s.found && !s.before);
+	return addr;
+}
+
+const ElfW(Sym) *host_vsym_lookup(const char *name, const char *version,
+				  uintptr_t *base)
+{
+	struct search s = {.name = name, .version = version};
+
+	search(&s);
+	*base = s.base;
+	return s.sym;
+}
+
+void *host_vsym_addr(const char *name, const char *version)
+{
+	uintptr_t base;
+	const ElfW(Sym) *sym = host_vsym_lookup(name, version, &base);
+
+	return sym && has_address(sym) ? (void *)(base + sym->st_value) : NULL;
 }

@@ -1,13 +1,12 @@
 /* The process weft starts in (env.h). */
-#include <dlfcn.h>
 #include <gnu/libc-version.h>
-#include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "elf_sym.h"
 #include "env.h"
+#include "objects.h"
 #include "real.h"
 
 /* getenv that also works before libc has set up `environ`: weft can
@@ -49,36 +48,27 @@ const char *host_glibc_version(void)
    weft must take nothing over, least of all the SIGCANCEL handler that
    glibc's threads rely on. */
 struct load_order {
-	uintptr_t self;
 	int self_at, libc_at, n;
 };
 
-static int find_order(struct dl_phdr_info *info, size_t sz, void *data)
+static int find_order(struct host_object *o, void *data)
 {
-	struct load_order *o = data;
+	struct load_order *lo = data;
 
-	(void)sz;
-	if (o->libc_at < 0 && info->dlpi_name &&
-	    strstr(info->dlpi_name, "/libc.so.6"))
-		o->libc_at = o->n;
-	for (int i = 0; o->self_at < 0 && i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && o->self >= lo &&
-		    o->self - lo < ph->p_memsz)
-			o->self_at = o->n;
-	}
-	o->n++;
-	return 0;
+	if (lo->libc_at < 0 && strstr(o->name, "/libc.so.6"))
+		lo->libc_at = lo->n;
+	if (lo->self_at < 0 && host_object_is_self(o))
+		lo->self_at = lo->n;
+	lo->n++;
+	return lo->self_at >= 0; /* libc's place, if before, is known */
 }
 
 int host_loaded_before_libc(void)
 {
-	struct load_order o = { (uintptr_t)&host_loaded_before_libc, -1, -1, 0 };
+	struct load_order lo = {-1, -1, 0};
 
-	dl_iterate_phdr(find_order, &o);
-	return o.self_at >= 0 && (o.libc_at < 0 || o.self_at < o.libc_at);
+	host_objects_each(find_order, &lo);
+	return lo.self_at >= 0 && (lo.libc_at < 0 || lo.self_at < lo.libc_at);
 }
 
 /* Tools that intercept the thread functions themselves to watch every
@@ -86,16 +76,13 @@ int host_loaded_before_libc(void)
    Serving the program would hide its threads and locks from them (false
    race reports, crashes in the tool), so weft stands aside.  memcheck
    and AddressSanitizer watch memory only and work with weft. */
-static int find_thread_tool(struct dl_phdr_info *info, size_t sz, void *data)
+static int find_thread_tool(struct host_object *o, void *data)
 {
 	const char **tool = data;
 
-	(void)sz;
-	if (!info->dlpi_name)
-		return 0;
-	if (strstr(info->dlpi_name, "vgpreload_helgrind"))
+	if (strstr(o->name, "vgpreload_helgrind"))
 		*tool = "valgrind's helgrind";
-	else if (strstr(info->dlpi_name, "vgpreload_drd"))
+	else if (strstr(o->name, "vgpreload_drd"))
 		*tool = "valgrind's DRD";
 	return *tool != NULL;
 }
@@ -107,6 +94,6 @@ const char *host_thread_tool(void)
 	/* From the symbol tables: a failed dlsym mallocs (elf_sym.h). */
 	if (host_default_sym("__tsan_init"))
 		return "ThreadSanitizer";
-	dl_iterate_phdr(find_thread_tool, &tool);
+	host_objects_each(find_thread_tool, &tool);
 	return tool;
 }

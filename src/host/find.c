@@ -6,14 +6,16 @@
    for what cannot be discovered.  Nothing here leaves a trace in the
    process: no thread, no mapping, no signal. */
 #include <ctype.h>
-#include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/rseq.h>
 
+#include "elf_sym.h"
 #include "env.h"
+#include "objects.h"
 #include "layout.h"
 #include "releases.h"
 
@@ -35,17 +37,25 @@ static const char *why(const char *fmt, ...)
 	return why_buf;
 }
 
-/* libthread_db describes fields as three 32-bit words: bit size, count,
-   byte offset.  glibc keeps them current because gdb depends on them.
-   The names are libc's own (GLIBC_PRIVATE); libweft defines none, so the
-   global scope finds libc's.  (Not a handle from dlopen("libc.so.6",
-   RTLD_NOLOAD): start-up can run from a .preinit_array function, before
-   libc's own initialiser, and that dlopen ran the initialiser then,
-   without the arguments and environment ld.so did not have yet:
+/* glibc's private symbols (GLIBC_PRIVATE, libc's and ld.so's), read
+   from their symbol tables (elf_sym.h): dlvsym takes the loader's
+   dl_load_lock, which a signal handler starting weft may have
+   interrupted on its own thread (docs/glibc-host.md, "Signal handlers
+   before start-up").  (Not from a handle of dlopen("libc.so.6",
+   RTLD_NOLOAD) either: start-up can run from a .preinit_array function,
+   before libc's own initialiser, and that dlopen ran the initialiser
+   then, without the arguments and environment ld.so did not have yet:
    tests/t_preinit_env.c.) */
+static void *private_sym(const char *name)
+{
+	return host_vsym_addr(name, "GLIBC_PRIVATE");
+}
+
+/* libthread_db describes fields as three 32-bit words: bit size, count,
+   byte offset.  glibc keeps them current because gdb depends on them. */
 static const uint32_t *descriptor(const char *name)
 {
-	return dlvsym(RTLD_DEFAULT, name, "GLIBC_PRIVATE");
+	return private_sym(name);
 }
 
 static int db_offset(const char *name, size_t *out)
@@ -58,16 +68,11 @@ static int db_offset(const char *name, size_t *out)
 	return 0;
 }
 
-static void *private_sym(const char *name)
-{
-	return dlvsym(RTLD_DEFAULT, name, "GLIBC_PRIVATE");
-}
-
 static const char *find_symbols(void)
 {
 	void (*tls_static_info)(size_t *, size_t *);
 	const uint32_t *size;
-	char *resp, *tp = arch_thread_pointer();
+	char *tp = arch_thread_pointer();
 
 	L.dl_allocate_tls = private_sym("_dl_allocate_tls");
 	L.dl_deallocate_tls = private_sym("_dl_deallocate_tls");
@@ -75,10 +80,9 @@ static const char *find_symbols(void)
 	L.ctype_init = private_sym("__ctype_init");
 	L.call_tls_dtors = private_sym("__call_tls_dtors");
 	L.nthreads = private_sym("__nptl_nthreads");
-	resp = private_sym("__resp");
 	size = descriptor("_thread_db_sizeof_pthread");
 	if (!L.dl_allocate_tls || !L.dl_deallocate_tls || !tls_static_info ||
-	    !L.ctype_init || !L.call_tls_dtors || !L.nthreads || !resp || !size)
+	    !L.ctype_init || !L.call_tls_dtors || !L.nthreads || !size)
 		return "a private glibc symbol weft needs is missing";
 	L.tcb_size = size[0];
 	if (db_offset("_thread_db_pthread_tid", &L.tid) ||
@@ -92,7 +96,6 @@ static const char *find_symbols(void)
 	    db_offset("_thread_db_pthread_schedparam_sched_priority",
 		      &L.sched_priority))
 		L.sched_policy = L.sched_priority = 0;
-	L.resp_tls = resp - tp;
 	/* The public *_loc functions return the calling thread's TLS words
 	   that __ctype_init fills; their distance from TP is the same in
 	   every thread. */
@@ -115,30 +118,57 @@ struct libc_module {
 	size_t tls_image_size;
 };
 
-static int find_libc(struct dl_phdr_info *info, size_t sz, void *data)
+static int find_libc(struct host_object *o, void *data)
 {
 	struct libc_module *m = data;
 
-	(void)sz;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6") ||
-	    !info->dlpi_tls_data)
+	if (!strstr(o->name, "/libc.so.6"))
 		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+	L.libc_base = o->base;
+	for (int i = 0; i < host_object_phdrs(o); i++) {
+		const ElfW(Phdr) *ph = &o->phdr[i];
 
 		if (ph->p_type == PT_TLS) {
 			L.libc_tls_size = ph->p_memsz;
-			m->tls_image = (const char *)(info->dlpi_addr + ph->p_vaddr);
+			m->tls_image = (const char *)(o->base + ph->p_vaddr);
 			m->tls_image_size = ph->p_filesz;
 		}
-		L.libc_base = info->dlpi_addr;
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			L.libc_text_lo = info->dlpi_addr + ph->p_vaddr;
+			L.libc_text_lo = o->base + ph->p_vaddr;
 			L.libc_text_hi = L.libc_text_lo + ph->p_memsz;
 		}
 	}
-	L.libc_tls = (char *)info->dlpi_tls_data - (char *)arch_thread_pointer();
 	return 1;
+}
+
+/* The value of libc's TLS symbol `name` (GLIBC_PRIVATE): its offset in
+   libc's block; -1 if libc does not define it so. */
+static ptrdiff_t libc_tls_sym(const char *name)
+{
+	uintptr_t base;
+	const ElfW(Sym) *s = host_vsym_lookup(name, "GLIBC_PRIVATE", &base);
+
+	if (!s || base != L.libc_base || ELF64_ST_TYPE(s->st_info) != STT_TLS)
+		return -1;
+	return (ptrdiff_t)s->st_value;
+}
+
+/* libc's TLS block in this thread, from where this thread's errno is:
+   libc exports errno itself as a TLS symbol whose value is its offset in
+   the block.  (dl_iterate_phdr's dlpi_tls_data says the same, from the
+   loader's private module id, under the loader's lock.)  A wrong block
+   would show at the probe: malloc's words would not be where the row
+   says (probe.c). */
+static const char *find_libc_tls(void)
+{
+	ptrdiff_t errno_at = libc_tls_sym("errno"), resp_at = libc_tls_sym("__resp");
+	char *block = (char *)&errno - errno_at, *tp = arch_thread_pointer();
+
+	if (errno_at < 0 || resp_at < 0)
+		return "libc's TLS block (its errno and __resp) was not found";
+	L.libc_tls = block - tp;
+	L.resp_tls = block + resp_at - tp;
+	return NULL;
 }
 
 /* glibc's thread lists (docs/glibc-host.md, "Membership of glibc's
@@ -244,7 +274,7 @@ static int follow_calls(const unsigned char *f, int depth)
    `read` and that nothing interposes (weft exports `read`). */
 static const unsigned char *libc_read(void)
 {
-	const unsigned char *r = dlvsym(RTLD_DEFAULT, "__read", "GLIBC_2.2.5");
+	const unsigned char *r = host_vsym_addr("__read", "GLIBC_2.2.5");
 
 	return r && in_libc_text((uintptr_t)r, 1) ? r : NULL;
 }
@@ -324,9 +354,11 @@ const char *host_layout_find(void)
 			   "build weft knows", L.release, L.tcb_size);
 	if (!row)
 		return why("glibc %s is not a release weft knows", L.release);
-	dl_iterate_phdr(find_libc, &m);
+	host_objects_each(find_libc, &m);
 	if (!L.libc_text_hi || !L.libc_tls_size)
 		return "libc's module (code, TLS block) was not found";
+	if ((err = find_libc_tls()))
+		return err;
 	apply_row(row);
 	if ((err = state_words(row, &m)))
 		return err;

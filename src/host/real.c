@@ -77,8 +77,8 @@ int host_real_resolve(void)
 #undef REAL
 	r->cxa_thread_atexit_impl = host_default_sym("__cxa_thread_atexit_impl");
 	if (!r->cxa_thread_atexit_impl)
-		r->cxa_thread_atexit_impl = dlvsym(
-			RTLD_DEFAULT, "__cxa_thread_atexit_impl", "GLIBC_2.18");
+		r->cxa_thread_atexit_impl = host_vsym_addr(
+			"__cxa_thread_atexit_impl", "GLIBC_2.18");
 	return r->pthread_create && r->pthread_join && r->pthread_exit &&
 	       r->pthread_self && r->cxa_thread_atexit_impl;
 }
