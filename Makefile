@@ -173,7 +173,8 @@ TEST_C    := $(wildcard tests/t_*.c)
 TEST_CXX  := $(wildcard tests/t_*.cpp)
 TEST_NAMES := $(notdir $(basename $(TEST_C) $(TEST_CXX)))
 TEST_LIBS := $(B)/tests/libtlsmod.so $(B)/tests/libietls.so \
-	$(B)/tests/libatforkfirst.so $(B)/tests/libatforkdl.so
+	$(B)/tests/libatforkfirst.so $(B)/tests/libatforkdl.so \
+	$(B)/tests/libsigfirst.so
 TEST_BINS := $(foreach n,$(TEST_NAMES),$(B)/tests/linked/$(n) $(B)/tests/preload/$(n))
 .SECONDEXPANSION:
 TEST_CFLAGS := $(CFLAGS) $(WARN) $(TEST_SAN) -D_GNU_SOURCE -Iinclude -Itests -pthread
@@ -194,8 +195,10 @@ $(B)/tests/linked/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile | $(B)/libweft.so
 $(B)/tests/preload/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile
 	$(MKDIRS)
 	$(CXX) -std=gnu++17 $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(TEST_PARTS_$*) -ldl
-# A test's own link flags: t_sig_first_call interposes dlsym, which must
-# be in its dynamic symbol table for libweft's calls to reach it.
+# A test's own link flags: t_sig_first_call interposes dlsym, dlvsym and
+# dl_iterate_phdr, which must be in its dynamic symbol table for
+# libweft's calls to reach them (and exports the hook its test library's
+# constructor calls).
 TEST_LDFLAGS_t_sig_first_call := -rdynamic
 # Multi-file tests: a C++ test t_NAME.cpp also links the C objects listed
 # in TEST_PARTS_t_NAME (tests/parts/*.c), each with its own flags.
