@@ -18,8 +18,10 @@
      iterate  dl_iterate_phdr; the loader's dl_load_write_lock is being
               taken or released (its word set, no owner yet or any more)
      dlopen   dlopen and dlclose of a test library; dl_load_lock or
-              dl_load_write_lock is being taken or released, or dlclose
-              has unmapped the library and not yet unlinked it
+              dl_load_write_lock is being taken or released
+     dlclose  the same loop; dlclose has unmapped the library and not
+              yet unlinked it from the loader's list (a walk of the
+              list that reads each object's tables must skip it)
 
    The places of the two locks in ld.so's _rtld_global are found first,
    as the recursive mutexes this thread owns inside a dl_iterate_phdr
@@ -44,7 +46,7 @@
 
 #include "harness.h"
 
-#define ATTEMPTS 20 /* children each of the iterate and dlopen phases */
+#define ATTEMPTS 20 /* children each of the iterate, dlopen, dlclose phases */
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -222,14 +224,26 @@ static int in_transition(const struct __pthread_mutex_s *m)
 	       __atomic_load_n(&m->__owner, __ATOMIC_RELAXED) == 0;
 }
 
+/* The loader's own r_debug (the program's DT_DEBUG): this program's
+   _r_debug is a copy (a copy relocation) that the loader never updates. */
+static struct r_debug *loader_debug;
+
+static void find_loader_debug(void)
+{
+	for (const ElfW(Dyn) *d = _r_debug.r_map->l_ld; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_DEBUG)
+			loader_debug = (struct r_debug *)d->d_un.d_ptr;
+	REQUIRE(loader_debug, "the program's DT_DEBUG: expected set, got none");
+}
+
 /* dlclose has unmapped the test library and not yet unlinked it. */
 static int lib_unmapped_listed(void)
 {
 	unsigned char vec;
 
-	if (_r_debug.r_state != RT_DELETE)
+	if (__atomic_load_n(&loader_debug->r_state, __ATOMIC_RELAXED) != RT_DELETE)
 		return 0;
-	for (struct link_map *l = _r_debug.r_map; l; l = l->l_next)
+	for (struct link_map *l = loader_debug->r_map; l; l = l->l_next)
 		if (l->l_name && strstr(l->l_name, "libsigfirst") &&
 		    syscall(SYS_mincore, (uintptr_t)l->l_ld & ~4095UL, 1, &vec) != 0)
 			return 1;
@@ -238,8 +252,9 @@ static int lib_unmapped_listed(void)
 
 /* --- one attempt -------------------------------------------------------- */
 
-enum phase { MALLOC, LOADER, ITERATE, DLOPEN };
-static const char *const phase_name[] = {"malloc", "loader", "iterate", "dlopen"};
+enum phase { MALLOC, LOADER, ITERATE, DLOPEN, DLCLOSE };
+static const char *const phase_name[] = {"malloc", "loader", "iterate",
+					 "dlopen", "dlclose"};
 
 /* The code ranges of libc and ld.so. */
 struct range {
@@ -292,11 +307,12 @@ static int turn(uintptr_t ip)
 			interrupted_in = "dl_load_lock taken or released";
 		else if (in_transition(write_lock))
 			interrupted_in = "dl_load_write_lock taken or released";
-		else if (lib_unmapped_listed())
-			interrupted_in = "dlclose between unmapping and unlinking";
 		else
 			return 0;
 		return 1;
+	case DLCLOSE:
+		interrupted_in = "dlclose between unmapping and unlinking";
+		return lib_unmapped_listed();
 	}
 	return 0;
 }
@@ -354,6 +370,7 @@ static void loop_once(enum phase ph, long loops)
 		real_iterate(count_one, &objects);
 		break;
 	case DLOPEN:
+	case DLCLOSE:
 		h = dlopen(lib_path, RTLD_NOW);
 		REQUIRE(h, "dlopen(%s): %s", lib_path, dlerror());
 		dlclose(h);
@@ -465,6 +482,9 @@ static int run_child(enum phase ph)
 	}
 	close(st[0]);
 	waitpid(pid, &status, 0);
+	if (WIFSIGNALED(status))
+		printf("%s phase: a child was killed by signal %d\n",
+		       phase_name[ph], WTERMSIG(status));
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
@@ -489,7 +509,7 @@ static void test_library(void)
 
 int main(void)
 {
-	static const int attempts[] = {1, 1, ATTEMPTS, ATTEMPTS};
+	static const int attempts[] = {1, 1, ATTEMPTS, ATTEMPTS, ATTEMPTS};
 
 	libc_handle = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 	REQUIRE(libc_handle, "libc's handle: expected found, got %s", dlerror());
@@ -498,8 +518,9 @@ int main(void)
 		libc_function("dlvsym");
 	real_iterate = (iterate_fn *)libc_function("dl_iterate_phdr");
 	test_library();
+	find_loader_debug();
 	find_locks();
-	for (enum phase ph = MALLOC; ph <= DLOPEN; ph++) {
+	for (enum phase ph = MALLOC; ph <= DLCLOSE; ph++) {
 		int failed = 0, hung = 0;
 
 		for (int i = 0; i < attempts[ph]; i++) {

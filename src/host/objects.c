@@ -22,7 +22,9 @@
               an object on the list may be unmapped already, so its
               dynamic section is read only if its page is still mapped
               (mincore: ENOMEM when not).
-     r_map    the program's entry, first for the process's life.
+     r_map    the program's entry, first for the process's life
+              (r_state is read from the loader's own r_debug, where the
+              program's DT_DEBUG points: loader_debug).
 
    An entry is never freed before it is unlinked, so following l_next
    always reaches live entries.  Other namespaces (dlmopen) are not
@@ -117,12 +119,27 @@ static int page_mapped(const void *p)
 	return sys_call3(SYS_mincore, page, 1, &vec) == 0;
 }
 
+/* The loader's own r_debug, which the program's DT_DEBUG entry points
+   to: an executable that refers to _r_debug has a copy of it (a copy
+   relocation, which libweft's reference then binds to), made while the
+   loader started, whose r_state is never updated.  Its r_map, the
+   program's entry, is right: it never changes. */
+static const struct r_debug *loader_debug(void)
+{
+	const struct link_map *prog = _r_debug.r_map;
+
+	for (const ElfW(Dyn) *d = prog->l_ld; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_DEBUG && d->d_un.d_ptr)
+			return (const struct r_debug *)d->d_un.d_ptr;
+	return &_r_debug;
+}
+
 static int listed_walk(host_object_fn *fn, void *data)
 {
-	int deleting = __atomic_load_n(&_r_debug.r_state, __ATOMIC_RELAXED) ==
-		       RT_DELETE;
+	const struct r_debug *r = loader_debug();
+	int deleting = __atomic_load_n(&r->r_state, __ATOMIC_RELAXED) == RT_DELETE;
 
-	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+	for (const struct link_map *l = r->r_map; l; l = l->l_next) {
 		struct host_object o = {
 			.base = l->l_addr,
 			.name = l->l_name ? l->l_name : "",
