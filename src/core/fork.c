@@ -17,23 +17,27 @@
 #include "runstate.h"
 #include "thread.h"
 
+/* fork_register's state (a futex word): 0 not registered, the tid of the
+   thread registering, or FORK_REGISTERED. */
+#define FORK_REGISTERED (-1)
+static int fork_registered;
+
 static int cached_pid; /* 0: not read yet (or a fork child's stale one) */
 
+/* Cached only once weft's child handler, which clears it, is registered:
+   before, a fork child would keep its parent's pid. */
 int weft_self_pid(void)
 {
 	int pid = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
 
 	if (!pid) {
 		pid = sys_getpid();
-		__atomic_store_n(&cached_pid, pid, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE) ==
+		    FORK_REGISTERED)
+			__atomic_store_n(&cached_pid, pid, __ATOMIC_RELAXED);
 	}
 	return pid;
 }
-
-/* fork_register's state (a futex word): 0 not registered, the tid of the
-   thread registering, or FORK_REGISTERED. */
-#define FORK_REGISTERED (-1)
-static int fork_registered;
 
 /* Whether fork_prepare took the locks.  With one thread nobody else can
    hold them, and the forking thread may be a signal handler that
@@ -167,8 +171,15 @@ void core_fork_child(void)
    every pthread_atfork, before it registers the caller's handlers, so that
    weft's come first in glibc's list whatever the order of constructors
    (prepare handlers run last to first: weft's prepare after every
-   program's, its child handler before theirs); and from start-up, if no
-   program handler came first.  A second thread arriving meanwhile waits,
+   program's, its child handler before theirs); and, if no program handler
+   came first, from the first thread creation (init.c) or the adoption of
+   a thread other than the first (self.c).  Not from start-up, which may
+   run in a signal handler that interrupted glibc's own registration or
+   dlclose's unregistration on its thread, both under glibc's
+   fork-handler lock: until a second thread exists the handlers have
+   nothing to do (one thread: no lock to take; the pid is not cached
+   meanwhile, weft_self_pid), but for WEFT_STATS's counters, which
+   register at start-up (init.c).  A second thread arriving meanwhile waits,
    so that its own handlers cannot slip in before weft's (such a thread
    predates start-up: a raw clone's, or one glibc made for itself); the
    registering thread itself, re-entering from a signal handler (start-up

@@ -112,9 +112,14 @@ static void init_once(void)
 	const char *why;
 
 	tunables_init();
-	/* weft's fork handlers, unless a pthread_atfork came first
-	   (fork.c): from here on they may have something to do. */
-	fork_register();
+	/* weft's fork handlers are registered by the first thread creation
+	   or adoption of a second thread, or the first pthread_atfork
+	   (fork.c), not here: start-up may run in a signal handler that
+	   interrupted glibc's fork-handler lock on its own thread.  Only
+	   the statistics have work for a child before then: start-up then
+	   runs from libweft's constructor (report_asked), not a handler. */
+	if (stats_enabled())
+		fork_register();
 	why = why_not_serve();
 	weft_is_active = why == NULL;
 	host_status = why ? why : "ok";
@@ -183,6 +188,10 @@ int weft_threads_check_slow(void)
 	const char *why;
 	int s = 0;
 
+	/* No signal handler can be here (thread creation is not
+	   async-signal-safe): weft's fork handlers are registered now, if
+	   no pthread_atfork came first, before any thread they guard. */
+	fork_register();
 	__atomic_store_n(&weft_threads_seen, 1, __ATOMIC_RELAXED);
 	if (!__atomic_compare_exchange_n(&weft_threads_state, &s, 1, 0,
 					 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
@@ -211,8 +220,8 @@ const char *weft_threads_refused(void)
 
 /* Start-up is not run here (issue 16): a program that never calls a
    thread function pays for no lookup, check or handler, only for the
-   loading of libweft (its fork handlers are registered by start-up or by
-   the first pthread_atfork, core/fork.c).  It runs at
+   loading of libweft (its fork handlers are registered by the first
+   thread creation or pthread_atfork, core/fork.c).  It runs at
    the first call that needs it (weft_serving), from any thread, before
    that call is served or forwarded.  Except when an exit report is
    asked for (WEFT_REPORT, WEFT_STATS): the report says whether weft

@@ -105,6 +105,10 @@ static struct weft_thread *adopt_self(void)
 		t = &main_thread;
 		t->origin = WEFT_ORIGIN_MAIN;
 	} else {
+		/* A second thread, made by glibc (a helper, or a creation
+		   forwarded to it) or a raw clone: the child of a fork must
+		   drop its descriptor (fork.c). */
+		fork_register();
 		t = adopted_alloc();
 		if (!t)
 			abort();
