@@ -187,6 +187,15 @@ void core_fork_child(void)
 
 static void fork_register_now(void)
 {
+	struct runstate_slot *mine = weft_runstate_mine;
+	int tid = sys_gettid();
+
+	/* A fork child of a process that adopted its thread before weft's
+	   child handler existed: the slot still names the parent's tid
+	   (only this thread can have one yet: any other would have
+	   registered first). */
+	if (mine && __atomic_load_n(&mine->tid, __ATOMIC_RELAXED) != tid)
+		runstate_reset_in_child(tid, mine->cpu);
 	/* ENOMEM (glibc's list cannot grow): nothing better to do than what
 	   glibc does for any program then. */
 	(void)host_register_atfork_weft(weft_fork_handlers.prepare,
