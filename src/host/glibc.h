@@ -11,6 +11,8 @@
      env.h         the process: environment, release, load order, tools
      real.h        glibc's own functions, for forwarding
      elf_sym.h     whether a loaded object defines a name (no failing dlsym)
+     objects.h     the loaded objects, walked without the loader's lock
+                   while the process has one thread
      tcb.h         building a TCB, the thread's first and last steps
      threads.h     glibc's thread lists and the set*id handshake
      libc_state.h  libc's per-thread state at a thread's end
