@@ -34,8 +34,11 @@
    loader's private l_phdr, so they are read from the object's ELF
    header instead: the program's from the auxiliary vector (a non-PIE
    executable's ELF header is not at its load bias 0), any other's at
-   the start of its mapping, which _dl_find_object (glibc 2.35, lock-free
-   and async-signal-safe by design: the unwinder's lookup) reports.
+   the start of its mapping, which _dl_find_object (glibc 2.35, the
+   unwinder's lookup) reports without a lock: the initial objects from
+   arrays fixed at start, dlopen'ed ones from one of two copies whose
+   version it checks, which an update interrupted on this thread leaves
+   consistent (elf/dl-find_object.c).
    Either is accepted only if it lists the object's own dynamic section
    at the address the loader recorded. */
 #include <dlfcn.h>
