@@ -22,15 +22,15 @@
 #                     -fsanitize=undefined (.ci/run: build-ubsan)
 #   TEST_SAN=FLAGS    sanitizer flags for the test programs, e.g.
 #                     -fsanitize=address,undefined (.ci/run: build-asan)
-#   SEPARATE_CODE=1   link libweft with the linker's default -z separate-code
-#                     (headers and constants not executable; ~24 us slower
-#                     process start, see "No DT_FINI" below)
+#   SEPARATE_CODE=0   link libweft with -z noseparate-code: ~24 us faster
+#                     process start, headers and constants executable
+#                     (default 1, the linker's layout; see "No DT_FINI" below)
 # tests/run.sh runs another build's tests with WEFT_BUILD=DIR.
 #
 # Header dependencies come from the compiler (-MMD -MP): every target T
 # built from a C/C++ source has DIR/dep/T.d listing the headers it read,
 # so touching a header rebuilds exactly what includes it
-# (tools/check-deps.sh checks this for every header).
+# (tools/check-deps.py checks this for every header).
 
 CC      ?= gcc
 CXX     ?= g++
@@ -155,18 +155,19 @@ $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexcept
 # 2026-11-27-shrink).  -fini names a symbol that is not defined, so the
 # linker (GNU ld and lld alike) writes no DT_FINI.
 LIB_LDFLAGS := -Wl,-fini=libweft_has_no_dt_fini
-# One read-and-execute segment for the ELF headers, symbol tables, text,
-# rodata and unwind tables (-z noseparate-code), as binutils laid out
-# libraries before 2.31: the loader then maps two segments instead of
-# four, every process has two mappings fewer, and the loader's first
-# touch of the symbol tables also maps the start-up code, ~24 us less a
-# process start (bench/RESULTS.md, 2026-11-27-shrink).  The price is
-# hardening: ~64 KB of headers, tables and constants are executable too,
-# so their bytes add to the gadgets of libweft's 120 KB of text (and
-# libc's 1.4 MB) for an attacker who already controls a return address.
-# W^X, RELRO and the non-executable stack are unchanged.  SEPARATE_CODE=1
-# keeps the linker's default layout (docs/glibc-host.md, "Load cost").
-SEPARATE_CODE ?= 0
+# The linker's default layout (-z separate-code: headers and tables,
+# text, constants and unwind tables in four segments, only the text
+# executable) is kept by default: libweft goes into every process that
+# preloads it, and that is where the hardening matters.  SEPARATE_CODE=0
+# links one read-and-execute segment for all of them instead
+# (-z noseparate-code, binutils' layout before 2.31): two mmaps fewer at
+# load, two mappings fewer in every process, and the loader's first touch
+# of the symbol tables maps the start-up code too, 22-27 us less a
+# process start here (bench/RESULTS.md, 2026-11-27-shrink), at the price
+# of ~64 KB of headers, tables and constants made executable, more
+# gadgets for an attacker who already controls a return address
+# (docs/glibc-host.md, "Load cost").
+SEPARATE_CODE ?= 1
 ifneq ($(SEPARATE_CODE),1)
 LIB_LDFLAGS += -Wl,-z,noseparate-code
 endif
