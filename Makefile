@@ -22,12 +22,15 @@
 #                     -fsanitize=undefined (.ci/run: build-ubsan)
 #   TEST_SAN=FLAGS    sanitizer flags for the test programs, e.g.
 #                     -fsanitize=address,undefined (.ci/run: build-asan)
+#   SEPARATE_CODE=0   link libweft with -z noseparate-code: ~24 us faster
+#                     process start, headers and constants executable
+#                     (default 1, the linker's layout; see "No DT_FINI" below)
 # tests/run.sh runs another build's tests with WEFT_BUILD=DIR.
 #
 # Header dependencies come from the compiler (-MMD -MP): every target T
 # built from a C/C++ source has DIR/dep/T.d listing the headers it read,
 # so touching a header rebuilds exactly what includes it
-# (tools/check-deps.sh checks this for every header).
+# (tools/check-deps.py checks this for every header).
 
 CC      ?= gcc
 CXX     ?= g++
@@ -145,8 +148,31 @@ $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexcept
 # loader looked up all ~100 of libweft's imports in every process that
 # loads it, ~80k instructions a start for names most programs never
 # call (docs/glibc-host.md, "Binding of libweft's own calls").
+# No DT_FINI: libweft has no work for it (its one destructor is on
+# .fini_array), and the empty _fini of crti/crtn sits after all of .text,
+# so calling it at exit faulted in a 64 KB window of text that nothing
+# else touches: one page fault and 7-14 us a process start (bench/RESULTS.md,
+# 2026-11-27-shrink).  -fini names a symbol that is not defined, so the
+# linker (GNU ld and lld alike) writes no DT_FINI.
+LIB_LDFLAGS := -Wl,-fini=libweft_has_no_dt_fini
+# The linker's default layout (-z separate-code: headers and tables,
+# text, constants and unwind tables in four segments, only the text
+# executable) is kept by default: libweft goes into every process that
+# preloads it, and that is where the hardening matters.  SEPARATE_CODE=0
+# links one read-and-execute segment for all of them instead
+# (-z noseparate-code, binutils' layout before 2.31): two mmaps fewer at
+# load, two mappings fewer in every process, and the loader's first touch
+# of the symbol tables maps the start-up code too, 22-27 us less a
+# process start here (bench/RESULTS.md, 2026-11-27-shrink), at the price
+# of ~64 KB of headers, tables and constants made executable, more
+# gadgets for an attacker who already controls a return address
+# (docs/glibc-host.md, "Load cost").
+SEPARATE_CODE ?= 1
+ifneq ($(SEPARATE_CODE),1)
+LIB_LDFLAGS += -Wl,-z,noseparate-code
+endif
 $(B)/libweft.so: $(LIB_OBJS) $(HDR_CHECKS)
-	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined \
+	$(CC) $(LIB_SAN) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LIB_LDFLAGS) \
 		-o $@ $(LIB_OBJS) -lc
 	ln -sf libweft.so $(B)/$(SONAME)
 
