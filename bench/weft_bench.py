@@ -17,6 +17,8 @@ repetition, so drift of a shared machine hits all columns alike.
   floor2 a second raw design of the same cycle, where one floor does not
          say it all (broadcast: the herd is floor, wait morphing floor2;
          latency: the condvar rows' plain-wake reference)
+         (st's process rows: floor is the same program with a preloaded
+         library that does nothing, the cost of preloading any .so)
 
 Writes into one folder (named at the end): runs.csv and results.json (every
 run; medians, min-max, ratios), SVG plots (gnuplot) and report.md.  The
@@ -53,6 +55,12 @@ COLUMN_TITLE = {"glibc": "glibc NPTL", "weft": "weft", "base": "weft base (--bas
                 "floor2": "floor 2 (no library)"}
 # The floor columns, each with the ratio "weft vs <floor>" in the tables.
 FLOOR_COLS = ("floor", "floor2")
+# Where an experiment's floor is not "no library": its own title.
+FLOOR_TITLE = {("st", "floor"): "floor (empty preload)"}
+
+
+def col_title(col, exp):
+    return FLOOR_TITLE.get((exp, col), COLUMN_TITLE[col])
 # Columns in report order.
 ALL_COLS = tuple(COLUMN_TITLE)
 
@@ -147,7 +155,7 @@ class Config:
         self.higher = higher
         self.pin = pin                # "unpinned", "cpu0", "cpu0+1"
         self.x = x                    # numeric x for line plots
-        self.floor = floor            # (prog, args) of the floor column
+        self.floor = floor            # (prog, args[, env]) of the floor column
         self.floor2 = floor2          # (prog, args) of a second floor
         self.col_args = col_args or {}  # column -> args replacing self.args
         self.params = params or {}
@@ -177,6 +185,11 @@ class Config:
         return cmd + [prog] + [str(a) for a in self.col_args.get(col, self.args)]
 
     def env(self, col, opt):
+        if col in FLOOR_COLS:
+            f = self.floor if col == "floor" else self.floor2
+            # LD_PRELOAD names a library built beside the programs
+            return {k: os.path.join(opt.bindir, v) for k, v in
+                    (f[2] if len(f) > 2 else {}).items()}
         if col == "weft" and not opt.fake_weft:
             return {"LD_PRELOAD": opt.weft_lib}
         if col == "base":
@@ -303,9 +316,14 @@ def build_plan(opt, S):
                         ("signal", "ns"), ("broadcast", "ns"), ("once", "ns"),
                         ("getspecific", "ns"), ("setspecific", "ns"), ("fork", "us"),
                         ("spawn", "us"), ("start", "us")):
-            add(Config("st", m, "single_thread",
-                       ["-m", m, "-n", S["st_n"], "-f", S["st_forks"], "-s", S["st_starts"]],
-                       f"{m}_{unit}", False, pin,
+            st_args = ["-m", m, "-n", S["st_n"], "-f", S["st_forks"], "-s", S["st_starts"]]
+            # the process rows' floor: preloading a library that does
+            # nothing (bench/empty_preload.c), which every preloaded .so
+            # pays; the children (/bin/true, the -x start) load it too
+            st_floor = (("single_thread", st_args, {"LD_PRELOAD": "libempty_preload.so"})
+                        if unit == "us" else None)
+            add(Config("st", m, "single_thread", st_args,
+                       f"{m}_{unit}", False, pin, floor=st_floor,
                        work=S["st_starts"] if m == "start" else
                        S["st_forks"] if unit == "us" else S["st_n"]))
         for K in S["contention_K"]:
@@ -987,13 +1005,18 @@ def write_report(opt, plan, runs, summ, drawn, facts, started, elapsed, interrup
         w("")
         w(f"Metric: {metric}.")
         w("")
-        hdr = ["variant", "CPUs"] + [COLUMN_TITLE[c] for c in cols]
+        if name == "st" and "floor" in cols:
+            w("Floor of the process rows (fork, spawn, start): the same program with "
+              "`LD_PRELOAD` of a library that does nothing (`bench/empty_preload.c`), "
+              "which the children load too: what preloading any .so costs.")
+            w("")
+        hdr = ["variant", "CPUs"] + [col_title(c, name) for c in cols]
         ratio_cols = [c for c in cols if c in ("weft", "base", "musl")]
         hdr += [f"{c} vs glibc" for c in ratio_cols]
         if "base" in cols and "weft" in cols:
             hdr.append("weft vs base")
         floors = [f for f in FLOOR_COLS if f in cols and "weft" in cols]
-        hdr += ["weft vs " + COLUMN_TITLE[f].split(" (")[0] for f in floors]
+        hdr += ["weft vs " + col_title(f, name).split(" (")[0] for f in floors]
         if name == "uncontended":
             hdr.append("instructions (single-step): glibc; weft")
         if name == "memory":

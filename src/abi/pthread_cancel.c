@@ -85,13 +85,27 @@ WEFT_EXPORT int pthread_setcanceltype(int type, int *old)
 	return cancel_set_type(type, old);
 }
 
-WEFT_EXPORT void pthread_testcancel(void)
+/* Start-up, forwarding, and a request that is due: out of line, so
+   that the common case below is a leaf that builds no frame. */
+static __attribute__((noinline)) void testcancel_slow(void)
 {
 	if (!weft_serving()) {
 		GLIBC_FN(pthread_testcancel)();
 		return;
 	}
 	cancel_test();
+}
+
+WEFT_EXPORT void pthread_testcancel(void)
+{
+	/* weft_is_active alone, as the other inline fast paths: it is set
+	   once the cancellation word's place is known, and a thread that
+	   reads its word while another still finishes start-up has no
+	   request pending that weft could have made. */
+	if (__builtin_expect(weft_active_now(), 1) &&
+	    !cancel_due(__atomic_load_n(cancel_self_word(), __ATOMIC_RELAXED)))
+		return;
+	testcancel_slow();
 }
 
 /* --- the cleanup ABI ------------------------------------------------------ */
