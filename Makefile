@@ -151,8 +151,8 @@ $(B)/obj/src/sync/once.o $(B)/obj/src/abi/pthread_once.o: LIB_CFLAGS += -fexcept
 # No DT_FINI: libweft has no work for it (its one destructor is on
 # .fini_array), and the empty _fini of crti/crtn sits after all of .text,
 # so calling it at exit faulted in a 64 KB window of text that nothing
-# else touches: one page fault and 7-14 us a process start (bench/RESULTS.md,
-# 2026-11-27-shrink).  -fini names a symbol that is not defined, so the
+# else touches: one page fault and 3-14 us a process start (bench/RESULTS.md,
+# 2026-11-27-shrink and -st5).  -fini names a symbol that is not defined, so the
 # linker (GNU ld and lld alike) writes no DT_FINI.
 LIB_LDFLAGS := -Wl,-fini=libweft_has_no_dt_fini
 # The linker's default layout (-z separate-code: headers and tables,
