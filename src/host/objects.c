@@ -149,12 +149,12 @@ static int listed_walk(host_object_fn *fn, void *data)
 			.dynamic = l->l_ld,
 			.map = l,
 		};
-		int r;
+		int stop;
 
 		if (deleting && o.dynamic && !page_mapped(o.dynamic))
 			continue; /* unmapped by the dlclose we interrupted */
-		if ((r = fn(&o, data)))
-			return r;
+		if ((stop = fn(&o, data)))
+			return stop;
 	}
 	return 0;
 }
