@@ -84,6 +84,20 @@ static int wait_child(pid_t pid)
 	}
 }
 
+/* Forks, runs `fn` in the child (its return is the exit status), and
+   checks that the child exited 0. */
+static void fork_and_check(int (*fn)(void), const char *who)
+{
+	pid_t pid = fork();
+	int r;
+
+	if (pid == 0)
+		_exit(fn());
+	REQUIRE(pid > 0, "fork: %s", strerror(errno));
+	r = wait_child(pid);
+	CHECK(r == 0, "%s: expected exit 0, got %d", who, r);
+}
+
 static int grandchild(void)
 {
 	struct weft_stats st;
@@ -101,28 +115,19 @@ static int grandchild(void)
 static int child(void)
 {
 	struct weft_stats st;
-	pid_t pid;
-	int r;
 
 	harness_failures = 0;
 	use_sync();
 	CHECK_EQ(weft_get_stats(&st), 0);
 	CHECK_EQ(st.threads_created, 0);
 	one_thread();
-	pid = fork();
-	if (pid == 0)
-		_exit(grandchild());
-	REQUIRE(pid > 0, "fork: %s", strerror(errno));
-	r = wait_child(pid);
-	CHECK(r == 0, "grandchild: expected exit 0, got %d", r);
+	fork_and_check(grandchild, "grandchild");
 	return harness_failures ? 1 : 0;
 }
 
 int main(void)
 {
 	sigset_t chld;
-	pid_t pid;
-	int r;
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -134,12 +139,7 @@ int main(void)
 	CHECK_EQ(sem_init(&sem, 0, 0), 0);
 	use_sync();
 	fflush(stdout);
-	pid = fork();
-	if (pid == 0)
-		_exit(child());
-	REQUIRE(pid > 0, "fork: %s", strerror(errno));
-	r = wait_child(pid);
-	CHECK(r == 0, "child: expected exit 0, got %d", r);
+	fork_and_check(child, "child");
 	/* And the parent makes its first thread after all that. */
 	one_thread();
 	TEST_DONE();
