@@ -170,6 +170,20 @@ static void list_insert(struct wcond *c, struct cnode *n)
 {
 	struct cnode *after = c->tail;
 
+	if (n->prio == 0) {
+		/* Behind everyone, and without a load from the tail node:
+		   it lies on another thread's stack, most likely out of
+		   this CPU's cache and TLB, and a store need not wait for
+		   its line (bench/RESULTS.md, 2026-11-27-bcast). */
+		n->prev = after;
+		n->next = NULL;
+		c->tail = n;
+		if (after)
+			after->next = n;
+		else
+			__atomic_store_n(&c->head, n, __ATOMIC_RELAXED);
+		return;
+	}
 	while (after && after->prio < n->prio)
 		after = after->prev;
 	n->prev = after;
