@@ -165,29 +165,19 @@ static int list_foreign(const struct wcond *c)
 
 /* Links a node behind every waiter of its priority or higher: arrival
    order within a priority.  A waiter with no real-time priority goes to
-   the tail at once. */
+   the tail at once, and without a load from the tail node: that node
+   lies on another thread's stack, most likely out of this CPU's cache
+   and TLB, and a store to it need not wait for its line
+   (bench/RESULTS.md, 2026-11-27-bcast). */
 static void list_insert(struct wcond *c, struct cnode *n)
 {
 	struct cnode *after = c->tail;
 
-	if (n->prio == 0) {
-		/* Behind everyone, and without a load from the tail node:
-		   it lies on another thread's stack, most likely out of
-		   this CPU's cache and TLB, and a store need not wait for
-		   its line (bench/RESULTS.md, 2026-11-27-bcast). */
-		n->prev = after;
-		n->next = NULL;
-		c->tail = n;
-		if (after)
-			after->next = n;
-		else
-			__atomic_store_n(&c->head, n, __ATOMIC_RELAXED);
-		return;
-	}
-	while (after && after->prio < n->prio)
-		after = after->prev;
+	if (n->prio)
+		while (after && after->prio < n->prio)
+			after = after->prev;
 	n->prev = after;
-	n->next = after ? after->next : c->head;
+	n->next = after == c->tail ? NULL : after ? after->next : c->head;
 	if (n->next)
 		n->next->prev = n;
 	else
