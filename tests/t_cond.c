@@ -413,6 +413,104 @@ static void test_destroy_after_broadcast(void)
 	printf("destroy after broadcast: %d rounds of %d waiters\n", r, W);
 }
 
+/* ------------------------------------- broadcast to 1..9 waiters, one
+   or two mutexes
+
+   A broadcast walks the list from both ends at once until the walks
+   meet, and hands the batch on as one chain when its waiters share one
+   mutex: every count from 1 to 9 (odd and even meetings), with the
+   waiters on one mutex and, alternately, on two (undefined in POSIX, but
+   each waiter must still be woken), under a mutex and after it. */
+
+struct bsize {
+	pthread_mutex_t m[2];
+	pthread_cond_t cv;
+	int waiting[2];
+	int flag, woken, misses;
+};
+
+struct bsize_arg {
+	struct bsize *b;
+	int which;
+};
+
+static void *bsize_waiter(void *p)
+{
+	struct bsize_arg *a = p;
+	struct bsize *b = a->b;
+	pthread_mutex_t *m = &b->m[a->which];
+
+	THREAD_CHECK();
+	pthread_mutex_lock(m);
+	b->waiting[a->which]++;
+	while (!__atomic_load_n(&b->flag, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = deadline_in(CLOCK_MONOTONIC, 2000000000L);
+		if (pthread_cond_clockwait(&b->cv, m, CLOCK_MONOTONIC, &ts) ==
+			    ETIMEDOUT &&
+		    __atomic_load_n(&b->flag, __ATOMIC_ACQUIRE))
+			__atomic_add_fetch(&b->misses, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_add_fetch(&b->woken, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(m);
+	return NULL;
+}
+
+static int broadcast_sizes_round(int n, int two, int under_lock)
+{
+	struct bsize b = {.m = {PTHREAD_MUTEX_INITIALIZER,
+				PTHREAD_MUTEX_INITIALIZER},
+			  .cv = PTHREAD_COND_INITIALIZER};
+	struct bsize_arg a[9];
+	pthread_t t[9];
+	int want[2] = {0, 0};
+
+	for (int i = 0; i < n; i++) {
+		a[i] = (struct bsize_arg){&b, two ? i & 1 : 0};
+		want[a[i].which]++;
+		pthread_create(&t[i], NULL, bsize_waiter, &a[i]);
+	}
+	/* Every waiter is inside its wait once it counted itself and we
+	   hold its mutex again. */
+	for (;;) {
+		pthread_mutex_lock(&b.m[0]);
+		pthread_mutex_lock(&b.m[1]);
+		if (b.waiting[0] == want[0] && b.waiting[1] == want[1])
+			break;
+		pthread_mutex_unlock(&b.m[1]);
+		pthread_mutex_unlock(&b.m[0]);
+		sched_yield();
+	}
+	__atomic_store_n(&b.flag, 1, __ATOMIC_RELEASE);
+	if (!under_lock) {
+		pthread_mutex_unlock(&b.m[1]);
+		pthread_mutex_unlock(&b.m[0]);
+	}
+	pthread_cond_broadcast(&b.cv);
+	if (under_lock) {
+		pthread_mutex_unlock(&b.m[1]);
+		pthread_mutex_unlock(&b.m[0]);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	CHECK(b.woken == n && b.misses == 0,
+	      "broadcast to %d waiters on %d mutex(es)%s: expected %d woken, "
+	      "0 by their timeout (2 s); got %d woken, %d by the timeout",
+	      n, two + 1, under_lock ? " under the lock" : "", n, b.woken,
+	      b.misses);
+	return b.woken == n && b.misses == 0;
+}
+
+static void test_broadcast_sizes(void)
+{
+	/* The first failure ends the test: each costs the 2 s timeout. */
+	for (int n = 1; n <= 9; n++)
+		for (int two = 0; two < 2; two++)
+			for (int under = 0; under < 2; under++)
+				if (!broadcast_sizes_round(n, two, under))
+					return;
+	printf("broadcast to 1..9 waiters, one and two mutexes: done\n");
+}
+
 /* ---------------------------------------------------------- cancellation */
 
 struct cancel_case {
@@ -910,6 +1008,7 @@ int main(void)
 	test_storm();
 	test_broadcast_storm();
 	test_destroy_after_broadcast();
+	test_broadcast_sizes();
 	test_cancel();
 	test_no_herd(1, 0);
 	test_no_herd(0, 0);

@@ -165,15 +165,19 @@ static int list_foreign(const struct wcond *c)
 
 /* Links a node behind every waiter of its priority or higher: arrival
    order within a priority.  A waiter with no real-time priority goes to
-   the tail at once. */
+   the tail at once, and without a load from the tail node: that node
+   lies on another thread's stack, most likely out of this CPU's cache
+   and TLB, and a store to it need not wait for its line
+   (bench/RESULTS.md, 2026-11-27-bcast). */
 static void list_insert(struct wcond *c, struct cnode *n)
 {
 	struct cnode *after = c->tail;
 
-	while (after && after->prio < n->prio)
-		after = after->prev;
+	if (n->prio)
+		while (after && after->prio < n->prio)
+			after = after->prev;
 	n->prev = after;
-	n->next = after ? after->next : c->head;
+	n->next = after == c->tail ? NULL : after ? after->next : c->head;
 	if (n->next)
 		n->next->prev = n;
 	else
@@ -893,21 +897,35 @@ static void release_batch(struct cnode *batch)
 /* Claims every waiting node, oldest first within a priority: ordinary
    waiters onto one batch (CLAIMED keeps each on its waiter's stack until
    its turn to be woken), PI waiters' requeue data into rq[] (at most
-   `max`; *more says some were left for another round).  Under the
-   internal lock. */
+   `max`; *more says some were left for another round).  *tail is the
+   batch's last node, *mixed says its nodes use more than one mutex
+   (undefined in POSIX: see release_batch).  Under the internal lock. */
 static struct cnode *claim_all(struct wcond *c, struct requeue *rq, int max,
-			       int *nrq, int *more)
+			       int *nrq, int *more, struct cnode **tail,
+			       int *mixed)
 {
-	struct cnode *n, *batch = NULL, *last = NULL;
+	struct cnode *n, *batch = NULL, *last = NULL, *back = c->tail;
 	int self_prio = -1;
 
 	*nrq = 0;
 	*more = 0;
+	*mixed = 0;
 	for (n = list_foreign(c) ? NULL : c->head; n; ) {
 		struct cnode *prev = n->prev, *next = n->next;
-		/* Each node is on another stack: fetch the next one while
-		   this one is claimed. */
+		/* Each node is on another stack, most likely out of this
+		   CPU's cache and TLB, and each is found from the one before:
+		   one miss after the other.  A second walk from the tail,
+		   one node a step until it meets this one, fetches the back
+		   half meanwhile: two misses in flight at a time.  It only
+		   reads linked nodes not yet looked at (the list is ours
+		   under the internal lock), so none of them can be gone. */
 		__builtin_prefetch(next, 1);
+		if (back && back != n && back != next) {
+			back = back->prev;
+			__builtin_prefetch(back, 1);
+		} else {
+			back = NULL;
+		}
 		if (n->pi_flag >= 0 && defer_pi(n, &self_prio)) {
 			if (claim(n, CN_BROADCAST, CN_DEFERRED, NULL)) {
 				list_unlink(c, prev, next);
@@ -929,10 +947,13 @@ static struct cnode *claim_all(struct wcond *c, struct requeue *rq, int max,
 				last->bnext = n;
 			else
 				batch = n;
+			if (n->mutex != batch->mutex)
+				*mixed = 1;
 			last = n;
 		}
 		n = next;
 	}
+	*tail = last;
 	return batch;
 }
 
@@ -945,8 +966,8 @@ static struct cnode *claim_all(struct wcond *c, struct requeue *rq, int max,
 int cond_broadcast(struct wcond *c)
 {
 	struct requeue rq[REQUEUE_ROUND];
-	struct cnode *batch;
-	int nrq, more;
+	struct cnode *batch, *tail;
+	int nrq, more, mixed;
 
 	if (c->flags & CF_PSHARED)
 		return shared_signal(c);
@@ -954,14 +975,19 @@ int cond_broadcast(struct wcond *c)
 		if (!__atomic_load_n(&c->head, __ATOMIC_ACQUIRE))
 			return 0;
 		weft_lock(&c->lock);
-		batch = claim_all(c, rq, REQUEUE_ROUND, &nrq, &more);
+		batch = claim_all(c, rq, REQUEUE_ROUND, &nrq, &more, &tail,
+				  &mixed);
 		if (batch && batch->bnext)
 			c->herd = 1; /* later waiters join the herd */
 		weft_unlock(&c->lock);
 		for (int i = 0; i < nrq; i++)
 			requeue(&rq[i]);
-		if (batch)
+		/* One mutex (the rule): no second walk to sort the nodes
+		   out by mutex, each a miss again at a thousand waiters. */
+		if (batch && mixed)
 			release_batch(batch);
+		else if (batch)
+			pass_chain(batch, tail);
 	} while (more);
 	return 0;
 }
