@@ -29,19 +29,25 @@
 		p_;                                                            \
 	})
 
-/* Result of translating a pthread_t. */
+/* Result of translating a pthread_t.  TCB and origin come from the
+   registry, not from the descriptor: a thread joined meanwhile may have
+   left its descriptor to a new thread, which is zeroing and filling it
+   (core/registry.c).  Touching `t` itself needs a hold (thread_pin). */
 struct target {
 	struct weft_thread *t; /* weft-known thread, or NULL */
 	pthread_t glibc;       /* the handle glibc understands (its TCB) */
+	int origin;	       /* enum weft_origin when t, else 0 */
 	int err;	       /* ESRCH for a stale weft handle */
 };
 
 static inline struct target target_of(pthread_t h)
 {
 	struct target r;
+	struct registry_view v;
 
-	r.t = registry_lookup(h, &r.err);
-	r.glibc = r.t ? (pthread_t)(uintptr_t)r.t->tcb : h;
+	r.t = registry_lookup(h, &v, &r.err);
+	r.glibc = r.t ? (pthread_t)(uintptr_t)v.tcb : h;
+	r.origin = r.t ? v.origin : 0;
 	return r;
 }
 

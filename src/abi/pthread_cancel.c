@@ -36,7 +36,7 @@ static int send_cancel(pthread_t th, struct target *x)
 	int tid;
 	long r;
 
-	if (x->t && x->t->origin == WEFT_ORIGIN_CREATED) {
+	if (x->t && x->origin == WEFT_ORIGIN_CREATED) {
 		if ((tid = thread_pin(x->t, th, &pin)) < 0)
 			return 0; /* ended meanwhile: its outcome is settled */
 		r = sys_tgkill(sys_getpid(), tid, WEFT_SIGCANCEL);

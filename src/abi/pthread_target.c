@@ -42,7 +42,7 @@ static enum route route(pthread_t h, struct target *x)
 	*x = target_of(h);
 	if (x->err)
 		return FAILED;
-	if (!x->t || x->t->origin != WEFT_ORIGIN_CREATED)
+	if (!x->t || x->origin != WEFT_ORIGIN_CREATED)
 		return GLIBC;
 	return NATIVE;
 }

@@ -35,7 +35,7 @@ static int join(pthread_t th, void **res, int clock,
 
 	if (x.err)
 		return x.err;
-	if (!x.t || x.t->origin == WEFT_ORIGIN_ADOPTED) {
+	if (!x.t || x.origin == WEFT_ORIGIN_ADOPTED) {
 		if (try_only)
 			return host_real.pthread_tryjoin_np(x.glibc, res);
 		if (abstime)
@@ -91,7 +91,7 @@ WEFT_EXPORT int pthread_detach(pthread_t th)
 	x = target_of(th);
 	if (x.err)
 		return x.err;
-	if (!x.t || x.t->origin == WEFT_ORIGIN_ADOPTED)
+	if (!x.t || x.origin == WEFT_ORIGIN_ADOPTED)
 		return host_real.pthread_detach(x.glibc);
 	return thread_detach(x.t);
 }

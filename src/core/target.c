@@ -26,6 +26,11 @@
    otherwise leave the target waiting forever.  A thread acting on
    itself needs no pin.
 
+   The pin is taken on a descriptor the registry holds (registry.c): a
+   handle looked up just before its thread was joined would otherwise
+   lead here to a descriptor already reused by a new thread, or
+   unmapped (a crash once seen in t_sched_signals' storm).
+
    Using the handle of a detached thread that may have ended is
    undefined (POSIX); weft then returns ESRCH in the common cases but
    cannot promise it, since the descriptor may already be reused. */
@@ -44,10 +49,16 @@ int thread_pin(struct weft_thread *t, pthread_t h, struct weft_pin *pin)
 	if (t == weft_tls_self)
 		return sys_gettid();
 	sys_sigprocmask(SIG_BLOCK, &all, &pin->old_mask);
+	/* `t` came from a lookup that may be stale by now: the held
+	   descriptor is the one to use, and stays ours until unpinned. */
+	if (!(t = registry_hold(h))) {
+		sys_sigprocmask(SIG_SETMASK, &pin->old_mask, NULL);
+		return -ESRCH;
+	}
+	pin->held = h;
 	__atomic_fetch_add(&t->ops_busy, 1, __ATOMIC_SEQ_CST);
 	pin->pinned = 1;
-	if (__atomic_load_n(&t->ops_closed, __ATOMIC_SEQ_CST) ||
-	    __atomic_load_n(&t->handle, __ATOMIC_RELAXED) != (uint64_t)h) {
+	if (__atomic_load_n(&t->ops_closed, __ATOMIC_SEQ_CST)) {
 		thread_unpin(t, pin);
 		return -ESRCH;
 	}
@@ -66,6 +77,7 @@ void thread_unpin(struct weft_thread *t, struct weft_pin *pin)
 	if (__atomic_sub_fetch(&t->ops_busy, 1, __ATOMIC_SEQ_CST) <= 0 &&
 	    __atomic_load_n(&t->ops_closed, __ATOMIC_SEQ_CST))
 		futex_wake(&t->ops_busy, 1, WEFT_FUTEX_PRIVATE);
+	registry_release(pin->held);
 	sys_sigprocmask(SIG_SETMASK, &pin->old_mask, NULL);
 	pin->pinned = 0;
 }

@@ -124,10 +124,25 @@ void self_tls_set(char *tcb, struct weft_thread *t);
 /* --- registry.c: pthread_t handles ------------------------------------ */
 int registry_add(struct weft_thread *t);
 void registry_remove(struct weft_thread *t);
-/* Returns the live thread for a handle; NULL with *err = ESRCH for a
-   stale or unknown weft handle, NULL with *err = 0 for a value that is
-   not a weft handle at all. */
-struct weft_thread *registry_lookup(pthread_t h, int *err);
+/* What a lookup copies out of the registry (not out of the descriptor,
+   which may already be another thread's by the time it is read). */
+struct registry_view {
+	char *tcb;  /* glibc's TCB */
+	int origin; /* enum weft_origin */
+};
+/* Returns the thread a handle named when it was looked up, with *view
+   filled; NULL with *err = ESRCH for a stale or unknown weft handle,
+   NULL with *err = 0 for a value that is not a weft handle at all.
+   The thread may be joined and its descriptor reused at any moment
+   after: only registry_hold keeps the descriptor. */
+struct weft_thread *registry_lookup(pthread_t h, struct registry_view *view,
+				    int *err);
+/* Returns the thread `h` names and keeps its descriptor from being
+   reclaimed (registry_remove waits) until registry_release(h); NULL when
+   the handle is stale.  Held only briefly, with every signal blocked: a
+   handler that never returned would keep a joiner waiting for ever. */
+struct weft_thread *registry_hold(pthread_t h);
+void registry_release(pthread_t h);
 void registry_lock_for_fork(void);
 void registry_unlock_after_fork(void);
 void registry_reset_in_child(struct weft_thread *self,
@@ -140,6 +155,7 @@ unsigned long registry_peak_count(void);
 /* --- target.c: calls that act on a thread by its kernel tid --------- */
 struct weft_pin {
 	ksigset_t old_mask;
+	pthread_t held; /* the handle whose slot is held (registry_hold) */
 	int pinned;
 };
 /* Returns the tid of the live thread `t` named by handle `h`, and keeps
