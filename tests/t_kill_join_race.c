@@ -1,5 +1,6 @@
 /* Calls that act on a thread by its handle (pthread_kill,
-   pthread_sigqueue, pthread_getschedparam), made by several threads
+   pthread_sigqueue, pthread_getschedparam, pthread_getattr_np,
+   pthread_cancel), made by several threads
    while the main thread joins that very thread and creates the next:
    each call answers 0 or ESRCH and none crashes.
 
@@ -10,7 +11,9 @@
    unmapped it (a fault in thread_pin).  With WEFT_STACK_CACHE=0 the
    second happened within seconds on two CPUs; the default settings hit
    the first once in about 1,400 runs of t_sched_signals' storm
-   (core/registry.c explains the hold that fixed both).
+   (core/registry.c explains the hold that fixed both).  pthread_cancel
+   and pthread_getattr_np read the TCB or the descriptor too (the
+   cancel word, the tid, the stack's place) and take the same hold.
 
    The test runs with the default settings, then again (a fresh
    process, same mode) with WEFT_STACK_CACHE=0.  Each run is bounded by
@@ -21,7 +24,7 @@
 #include <unistd.h>
 #include "harness.h"
 
-enum { CALLERS = 3, MAX_THREADS = 200000 };
+enum { CALLERS = 5, MAX_THREADS = 200000 };
 
 static pthread_t current;
 static int stop;
@@ -37,19 +40,28 @@ static void *short_life(void *arg)
 	return arg;
 }
 
-/* Caller i uses one of the three calls on whatever thread is current. */
+/* Caller i uses one of the five calls on whatever thread is current
+   (its start routine returns at once: a cancel changes only its result,
+   which nobody reads). */
 static int act_on(int i, pthread_t v)
 {
 	struct sched_param sp;
-	int policy;
+	pthread_attr_t a;
+	int policy, r;
 
-	switch (i % 3) {
+	switch (i % CALLERS) {
 	case 0:
 		return pthread_kill(v, SIGUSR2);
 	case 1:
 		return pthread_sigqueue(v, SIGUSR2, (union sigval){.sival_int = i});
-	default:
+	case 2:
 		return pthread_getschedparam(v, &policy, &sp);
+	case 3:
+		if ((r = pthread_getattr_np(v, &a)) == 0)
+			pthread_attr_destroy(&a);
+		return r;
+	default:
+		return pthread_cancel(v);
 	}
 }
 
@@ -109,6 +121,8 @@ int main(int argc, char **argv)
 	REQUIRE_SERVED(pthread_kill);
 	REQUIRE_SERVED(pthread_sigqueue);
 	REQUIRE_SERVED(pthread_getschedparam);
+	REQUIRE_SERVED(pthread_getattr_np);
+	REQUIRE_SERVED(pthread_cancel);
 	REQUIRE_SERVED(pthread_create);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_usr2;

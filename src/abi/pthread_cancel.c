@@ -24,30 +24,43 @@ extern void _pthread_cleanup_push_defer(struct _pthread_cleanup_buffer *,
 					void (*)(void *), void *);
 extern void _pthread_cleanup_pop_restore(struct _pthread_cleanup_buffer *, int);
 
-/* Sends SIGCANCEL to the thread `x` names, which must not be able to
-   exit and free its tid meanwhile.  weft's threads are pinned
-   (core/target.c).  A glibc-made thread's tid is read from its TCB: the
+/* A thread weft made: marked and signalled under a pin (core/target.c),
+   which holds its registry slot.  Without it, a join racing with this
+   call could hand the thread's block to a new thread between the
+   lookup and the mark, and the new thread would be the one cancelled.
+   Pinned, the thread cannot exit and free its tid meanwhile either. */
+static int cancel_weft_thread(pthread_t th, const struct target *x)
+{
+	struct weft_pin pin;
+	int tid, err = 0;
+	long r;
+
+	if ((tid = thread_pin(x->t, th, &pin)) < 0)
+		return 0; /* ended meanwhile: its outcome is settled (glibc: 0) */
+	if (cancel_request((char *)x->glibc)) {
+		r = sys_tgkill(sys_getpid(), tid, WEFT_SIGCANCEL);
+		err = r < 0 && r != -ESRCH ? (int)-r : 0;
+	}
+	thread_unpin(x->t, &pin);
+	return err;
+}
+
+/* A thread glibc made (or adopted): its tid is read from its TCB.  The
    main thread's never changes while the process lives; for glibc's
    helper threads a tid could in theory be reused between the read and
    the signal (glibc guards this with its private exit_lock). */
-static int send_cancel(pthread_t th, struct target *x)
+static int cancel_glibc_thread(const struct target *x)
 {
-	struct weft_pin pin;
-	int tid;
+	volatile int *tidw = host_tid_word((char *)x->glibc);
+	int tid = __atomic_load_n(tidw, __ATOMIC_ACQUIRE);
 	long r;
 
-	if (x->t && x->origin == WEFT_ORIGIN_CREATED) {
-		if ((tid = thread_pin(x->t, th, &pin)) < 0)
-			return 0; /* ended meanwhile: its outcome is settled */
-		r = sys_tgkill(sys_getpid(), tid, WEFT_SIGCANCEL);
-		thread_unpin(x->t, &pin);
-	} else {
-		tid = __atomic_load_n(host_tid_word((char *)x->glibc),
-				      __ATOMIC_ACQUIRE);
-		if (tid <= 0)
-			return 0;
-		r = sys_tgkill(sys_getpid(), tid, WEFT_SIGCANCEL);
-	}
+	/* A thread that has ended: its outcome is settled (glibc: 0). */
+	if (tid <= 0 || !cancel_request((char *)x->glibc))
+		return 0;
+	if ((tid = __atomic_load_n(tidw, __ATOMIC_ACQUIRE)) <= 0)
+		return 0;
+	r = sys_tgkill(sys_getpid(), tid, WEFT_SIGCANCEL);
 	return r < 0 && r != -ESRCH ? (int)-r : 0;
 }
 
@@ -63,12 +76,9 @@ WEFT_EXPORT int pthread_cancel(pthread_t th)
 	x = target_of(th);
 	if (x.err)
 		return x.err;
-	/* A thread that has ended: its outcome is settled (glibc: 0). */
-	if (__atomic_load_n(host_tid_word((char *)x.glibc), __ATOMIC_ACQUIRE) == 0)
-		return 0;
-	if (cancel_request((char *)x.glibc))
-		return send_cancel(th, &x);
-	return 0;
+	if (x.t && x.origin == WEFT_ORIGIN_CREATED)
+		return cancel_weft_thread(th, &x);
+	return cancel_glibc_thread(&x);
 }
 
 WEFT_EXPORT int pthread_setcancelstate(int state, int *old)

@@ -412,13 +412,15 @@ WEFT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
    The thread's kernel tid, or -1 once it has ended (errno untouched, as
    glibc).  weft must serve it for its own threads: their handle is not a
    TCB address, and glibc's version reads the tid through it (SIGSEGV).
-   No pin: the tid is only meaningful while the thread lives, as with
-   glibc's. */
+   One of weft's threads is pinned for the read, so that a join racing
+   with the call cannot have its block reused or unmapped under it; from
+   the moment it begins to exit its tid reads as ended. */
 pid_t pthread_gettid_np(pthread_t th);
 
 WEFT_EXPORT pid_t pthread_gettid_np(pthread_t th)
 {
 	struct target x;
+	struct weft_pin pin;
 	int tid;
 
 	if (!weft_serving())
@@ -429,6 +431,14 @@ WEFT_EXPORT pid_t pthread_gettid_np(pthread_t th)
 		return -1;
 	if (!x.t && host_real.pthread_gettid_np)
 		return host_real.pthread_gettid_np(th);
+	if (x.t && x.origin == WEFT_ORIGIN_CREATED) {
+		/* Pinned: the TCB may be reused or unmapped by a join racing
+		   with this call (core/registry.c). */
+		if ((tid = thread_pin(x.t, th, &pin)) < 0)
+			return -1;
+		thread_unpin(x.t, &pin);
+		return tid;
+	}
 	tid = __atomic_load_n(host_tid_word((char *)x.glibc), __ATOMIC_RELAXED);
 	return tid > 0 ? tid : -1;
 }
@@ -481,10 +491,16 @@ WEFT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 	struct target x;
 	struct glibc_attr *ga = gattr(attr);
 	struct weft_thread *t;
+	struct weft_pin pin;
 	int err;
 
 	ROUTE_OR_RETURN(th, x, host_real.pthread_getattr_np(x.glibc, attr));
 	t = x.t;
+	/* The descriptor is read pinned: a join racing with this call
+	   could otherwise hand it to a new thread (or unmap it) meanwhile
+	   (core/registry.c).  Ended: ESRCH, as getattr_sched would say. */
+	if (thread_pin(t, th, &pin) < 0)
+		return ESRCH;
 	memset(attr, 0, sizeof *attr);
 	/* The creation flags carry inherit-sched and scope. */
 	ga->flags = (t->attr_flags & ~(GATTR_DETACHSTATE | GATTR_SCHED_SET |
@@ -502,6 +518,7 @@ WEFT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 		ga->stackaddr = t->stack_lo + t->attr_stacksize;
 		ga->stacksize = t->attr_stacksize;
 	}
+	thread_unpin(t, &pin);
 	err = getattr_sched(th, ga);
 	if (err == 0)
 		err = getattr_affinity(th, attr);
