@@ -54,9 +54,12 @@ WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 	/* No "key exists" test needed: a slot's value is non-NULL only when
 	   it was stored under an odd (live) sequence, which an unused or
 	   deleted key's even one never equals. */
-	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL)
-		return t->tsd_inline[key].seq == seq ? t->tsd_inline[key].value
-						     : NULL;
+	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
+		void *value = t->tsd_inline[key].value;
+
+		return __builtin_expect(t->tsd_inline[key].seq == seq, 1) ? value
+									 : NULL;
+	}
 	return getspecific_slow(key);
 }
 
