@@ -25,9 +25,16 @@
  *               (wait morphing, as glibc did before 2.25)
  * They show what the kernel's wake-ups cost with either design.
  *
- * Usage: sync_broadcast [-w waiters] [-r rounds] [-k] [-m cond|herd|requeue]
+ * -s (split) pins the master to CPU 0 and every waiter to CPU 1: every
+ * wake-up then crosses CPUs.  Unpinned, the scheduler places each thread
+ * once for the whole run (on both CPUs of an idle machine, often on one
+ * of a loaded one), and the run's rate follows that placement.
+ *
+ * Usage: sync_broadcast [-w waiters] [-r rounds] [-k] [-s] [-m cond|herd|requeue]
  */
 #include "sync_common.h"
+
+#include <sched.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER, all_in = PTHREAD_COND_INITIALIZER;
@@ -39,6 +46,17 @@ static long rounds = 20000;
 static int ready, nwaiters = 10;
 static volatile int stop;
 static long wakeups; /* waiter returns that saw a new round, checked at the end */
+static int split; /* -s: master on CPU 0, waiters on CPU 1 */
+
+static void pin_self(int cpu)
+{
+	cpu_set_t cs;
+
+	CPU_ZERO(&cs);
+	CPU_SET(cpu, &cs);
+	if (sched_setaffinity(0, sizeof cs, &cs) != 0)
+		bench_die("sched_setaffinity", errno);
+}
 
 /* ------------------------------------------------ the floors' raw words */
 
@@ -142,6 +160,8 @@ static void b_wake(pthread_cond_t *c, int holding)
 static void *waiter(void *arg)
 {
 	(void)arg;
+	if (split)
+		pin_self(1);
 	b_lock();
 	for (;;) {
 		if (++ready == nwaiters)
@@ -179,11 +199,12 @@ static void broadcast_round(int keep, int last)
 int main(int argc, char **argv)
 {
 	int opt, keep = 0;
-	while ((opt = getopt(argc, argv, "w:r:km:h")) != -1) {
+	while ((opt = getopt(argc, argv, "w:r:ksm:h")) != -1) {
 		switch (opt) {
 		case 'w': nwaiters = (int)bench_arg_long("-w", optarg); break;
 		case 'r': rounds = bench_arg_long("-r", optarg); break;
 		case 'k': keep = 1; break;
+		case 's': split = 1; break;
 		case 'm':
 			if (strcmp(optarg, "cond") == 0)
 				mode = M_COND;
@@ -197,7 +218,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-w waiters] [-r rounds] [-k] [-m cond|herd|requeue]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-w waiters] [-r rounds] [-k] [-s] [-m cond|herd|requeue]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -205,6 +226,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: need 1 <= waiters <= 10000, rounds >= 1\n", argv[0]);
 		return 2;
 	}
+	if (split)
+		pin_self(0);
 	pthread_t *tid = calloc((size_t)nwaiters, sizeof *tid);
 	if (tid == NULL)
 		bench_die("calloc", ENOMEM);
