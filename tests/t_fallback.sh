@@ -2,8 +2,10 @@
 # Fallback: with WEFT_PRETEND_GLIBC=9.99 weft treats the running glibc as
 # unknown and forwards every call to glibc's own implementation.  A
 # threaded program must still work (pthread_sigmask included, which
-# must keep 32/33 out of the mask either way), weft_active() must
-# return 0, and
+# must keep 32/33 out of the mask either way), a request to cancel a
+# thread must be acted on by its pthread_testcancel (and a
+# pthread_testcancel before anything started weft must return),
+# weft_active() must return 0, and
 # stderr must carry exactly one line starting with "weft:" that says so.
 # Control run without the variable: weft active, no "weft:" line.
 # The helper program is compiled here (the Makefile builds only t_*.c):
@@ -36,6 +38,21 @@ static pthread_barrier_t bar;
 static int arrived, origins[NT];
 static __thread int tls = 11;
 
+static pthread_barrier_t bar2;
+
+/* Cancelled while its cancellation is disabled; its pthread_testcancel
+   must act on the request once it is enabled again. */
+static void *cancellee(void *arg)
+{
+	(void)arg;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_barrier_wait(&bar2);
+	pthread_barrier_wait(&bar2); /* the request has been made */
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	pthread_testcancel();
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	long i = (long)arg;
@@ -59,6 +76,7 @@ int main(void)
 		printf("libweft not loaded\n");
 		return 2;
 	}
+	pthread_testcancel(); /* nothing asked: returns, started or not */
 	pthread_barrier_init(&bar, NULL, NT);
 	for (long i = 0; i < NT; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)i) != 0)
@@ -86,9 +104,23 @@ int main(void)
 		  sigismember(&old, SIGUSR1) == 1 && sigismember(&old, 32) == 0 &&
 		  sigismember(&old, 33) == 0 &&
 		  pthread_sigmask(12345, &all, NULL) == EINVAL;
-	printf("active=%d main_origin=%d thread_origin=%d results=%s mask=%s\n",
+	pthread_t c;
+	void *cr = NULL;
+	int cancel_ok;
+	pthread_barrier_init(&bar2, NULL, 2);
+	cancel_ok = pthread_create(&c, NULL, cancellee, NULL) == 0;
+	if (cancel_ok) {
+		pthread_barrier_wait(&bar2);
+		cancel_ok = pthread_cancel(c) == 0;
+		pthread_barrier_wait(&bar2);
+		cancel_ok = pthread_join(c, &cr) == 0 && cancel_ok &&
+			    cr == PTHREAD_CANCELED;
+	}
+	printf("active=%d main_origin=%d thread_origin=%d results=%s mask=%s "
+	       "cancel=%s\n",
 	       weft_active(), weft_self_origin(), origin_ok ? origins[0] : -9,
-	       sum == want ? "ok" : "bad", mask_ok ? "ok" : "bad");
+	       sum == want ? "ok" : "bad", mask_ok ? "ok" : "bad",
+	       cancel_ok ? "ok" : "bad");
 	return sum == want ? 0 : 1;
 }
 PROG
@@ -108,7 +140,7 @@ fi
 run WEFT_ROOT="$root" >"$tmp/out0" 2>"$tmp/err0"
 rc=$?
 [ $rc -eq 0 ] || fail "control run: expected exit 0, got $rc ($(cat "$tmp/out0" "$tmp/err0"))"
-want0="active=1 main_origin=2 thread_origin=1 results=ok mask=ok"
+want0="active=1 main_origin=2 thread_origin=1 results=ok mask=ok cancel=ok"
 [ "$(cat "$tmp/out0")" = "$want0" ] || fail "control run: expected '$want0', got '$(cat "$tmp/out0")'"
 ! grep -q '^weft:' "$tmp/err0" || fail "control run: unexpected weft: line on stderr: $(grep '^weft:' "$tmp/err0")"
 
@@ -117,7 +149,7 @@ for round in 1 2 3; do
 	run WEFT_PRETEND_GLIBC=9.99 >"$tmp/out1" 2>"$tmp/err1"
 	rc=$?
 	[ $rc -eq 0 ] || fail "fallback run $round: expected exit 0, got $rc ($(cat "$tmp/out1" "$tmp/err1"))"
-	want1="active=0 main_origin=0 thread_origin=0 results=ok mask=ok"
+	want1="active=0 main_origin=0 thread_origin=0 results=ok mask=ok cancel=ok"
 	[ "$(cat "$tmp/out1")" = "$want1" ] || fail "fallback run $round: expected '$want1', got '$(cat "$tmp/out1")'"
 	n=$(grep -c '^weft:' "$tmp/err1")
 	[ "$n" -eq 1 ] || fail "fallback run $round: expected exactly 1 line starting with 'weft:' on stderr, got $n: $(cat "$tmp/err1")"

@@ -246,6 +246,34 @@ struct ksigaction {
 
 #define KSA_RESTORER 0x04000000
 
+/* pthread_testcancel's word (cancel.h, cancel_test_word), as a distance
+   from the thread pointer, the same in every thread:
+   - 0 before start-up has decided: the word at the thread pointer (the
+     TCB's address on x86-64) is aligned (ARCH_TP_WORD0_ALIGN), so it never
+     reads as a request due, and none can be: pthread_cancel starts weft
+     before it asks for anything;
+   - glibc's cancelhandling while weft serves (the word weft keeps its
+     requests in);
+   - cancel_forward_word while weft forwards: a request due, so that every
+     call goes out of line, where glibc's own pthread_testcancel decides.
+   One load then, and no test of weft_is_active: its test and branch cost
+   the call an eighth (bench/RESULTS.md, 2026-11-27-s25). */
+long cancel_test_off;
+_Static_assert(ARCH_TP_WORD0_ALIGN > (HOST_CANCEL_DISABLED | HOST_CANCELED |
+				      HOST_EXITING | HOST_TERMINATED),
+	       "the word at the thread pointer must never read as due");
+static __thread int cancel_forward_word
+	__attribute__((tls_model("initial-exec"))) = HOST_CANCELED;
+
+void cancel_test_init(int serving)
+{
+	char *tp = arch_thread_pointer();
+	char *w = serving ? (char *)host_cancel_word(tp)
+			  : (char *)&cancel_forward_word;
+
+	__atomic_store_n(&cancel_test_off, (long)(w - tp), __ATOMIC_RELEASE);
+}
+
 void cancel_init(void)
 {
 	struct ksigaction sa;

@@ -41,6 +41,18 @@ static inline int *cancel_self_word(void)
 	return host_cancel_word(arch_thread_pointer());
 }
 
+/* The word pthread_testcancel tests, with glibc's test, read in one
+   %fs-relative load (cancel.c says
+   which word it is before start-up, while weft serves and while it
+   forwards). */
+extern long cancel_test_off;
+void cancel_test_init(int serving);
+
+static inline int cancel_test_load(void)
+{
+	return arch_tp_load32(__atomic_load_n(&cancel_test_off, __ATOMIC_RELAXED));
+}
+
 /* Nonzero while the thread is inside a cancellable system call's C part
    (cancel_inline.h): the SIGCANCEL handler then only records the
    request (see cancel.c). */
