@@ -246,7 +246,7 @@ struct ksigaction {
 
 #define KSA_RESTORER 0x04000000
 
-/* pthread_testcancel's word (cancel.h, cancel_test_word), as a distance
+/* pthread_testcancel's word (cancel.h, cancel_test_load), as a distance
    from the thread pointer, the same in every thread:
    - 0 before start-up has decided: the word at the thread pointer (the
      TCB's address on x86-64) is aligned (ARCH_TP_WORD0_ALIGN), so it never

@@ -41,10 +41,9 @@ static inline int *cancel_self_word(void)
 	return host_cancel_word(arch_thread_pointer());
 }
 
-/* The word pthread_testcancel tests, with glibc's test, read in one
-   %fs-relative load (cancel.c says
-   which word it is before start-up, while weft serves and while it
-   forwards). */
+/* The word pthread_testcancel tests with glibc's test, read in one
+   %fs-relative load (cancel.c says which word it is before start-up,
+   while weft serves and while it forwards). */
 extern long cancel_test_off;
 void cancel_test_init(int serving);
 
