@@ -72,13 +72,14 @@ static inline long __syscall6(long n, long a1, long a2, long a3, long a4,
 	return r;
 }
 
-/* The thread pointer (%fs base).  glibc keeps the TCB's own address in
-   its first word, so a load of %fs:0 yields it without a syscall.  */
-/* That first word's alignment (the TCB's: glibc's TLS_TCB_ALIGN): its
-   low bits are 0 in every thread, which pthread_testcancel relies on
-   before start-up (core/cancel.c, cancel_test_off). */
+/* The alignment of the word at the thread pointer (the TCB's own
+   address, so the TCB's alignment: glibc's TLS_TCB_ALIGN): its low bits
+   are 0 in every thread, which pthread_testcancel relies on before
+   start-up (core/cancel.c, cancel_test_off). */
 #define ARCH_TP_WORD0_ALIGN 64
 
+/* The thread pointer (%fs base).  glibc keeps the TCB's own address in
+   its first word, so a load of %fs:0 yields it without a syscall.  */
 static inline void *arch_thread_pointer(void)
 {
 	void *tp;
