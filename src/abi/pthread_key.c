@@ -26,15 +26,13 @@ WEFT_EXPORT int pthread_key_delete(pthread_key_t key)
 	return tsd_key_delete(key);
 }
 
-/* get/setspecific take the inline path for the first keys in the
-   threads whose TCB holds their descriptor (core/tsd.h); start-up,
-   fallback mode, other keys, the main thread's first call and glibc's
-   own threads go out of line. */
+/* get/setspecific test weft_is_active only (set once at start-up) and
+   take the inline path for the first keys in threads weft knows; start-up,
+   fallback mode, other keys and adoption go out of line. */
 __attribute__((noinline)) static void *getspecific_slow(pthread_key_t key)
 {
 	if (!weft_serving())
 		return host_real.pthread_getspecific(key);
-	self_slot_fill();
 	return tsd_get(key);
 }
 
@@ -45,7 +43,6 @@ __attribute__((noinline)) static int setspecific_slow(pthread_key_t key,
 {
 	if (!weft_serving())
 		return host_real.pthread_setspecific(key, (const void *)value);
-	self_slot_fill();
 	return tsd_set(key, (const void *)value);
 }
 
@@ -57,7 +54,7 @@ WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 	/* No "key exists" test needed: a slot's value is non-NULL only when
 	   it was stored under an odd (live) sequence, which an unused or
 	   deleted key's even one never equals. */
-	if ((t = tsd_fast_self(key, &seq)) != NULL) {
+	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
 		void *value = t->tsd_inline[key].value;
 
 		return __builtin_expect(t->tsd_inline[key].seq == seq, 1) ? value
@@ -71,7 +68,7 @@ WEFT_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
 	struct weft_thread *t;
 	uintptr_t seq;
 
-	if ((t = tsd_fast_self(key, &seq)) != NULL) {
+	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
 		if (!(seq & 1))
 			return EINVAL;
 		t->tsd_inline[key].seq = seq;

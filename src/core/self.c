@@ -5,7 +5,6 @@
 #include <sys/mman.h>
 
 #include "host/glibc.h"
-#include "host/tcb.h"
 #include "kernel/syscall.h"
 #include "runstate.h"
 #include "thread.h"
@@ -20,20 +19,6 @@ void self_tls_set(char *tcb, struct weft_thread *t)
 	ptrdiff_t off = (char *)&weft_tls_self - (char *)arch_thread_pointer();
 
 	*(struct weft_thread **)(tcb + off) = t;
-	host_tcb_self_slot_set(tcb, t);
-}
-
-/* The main thread's descriptor lives as long as its TCB, so its self
-   slot can hold it; not filled at adoption, which may come during
-   start-up, before weft knows it serves, but by the first out-of-line
-   get/setspecific once it does.  glibc's own threads keep theirs empty:
-   their TCB may outlive their descriptor (glibc caches its stacks). */
-void self_slot_fill(void)
-{
-	struct weft_thread *t = weft_self();
-
-	if (t->origin == WEFT_ORIGIN_MAIN && t->tcb == arch_thread_pointer())
-		host_tcb_self_slot_set(t->tcb, t);
 }
 
 /* Descriptors of adopted threads come from the kernel, not from malloc: a

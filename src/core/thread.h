@@ -117,8 +117,8 @@ extern __thread struct weft_thread *weft_tls_self
    weft has not seen it yet (main thread, glibc's helper threads). */
 struct weft_thread *weft_self(void);
 /* Sets weft_tls_self in the static TLS of the thread whose TCB (thread
-   pointer) is `tcb` (initial-exec TLS lies at the same distance from
-   every thread's pointer), and the TCB's self slot (host/tcb.h). */
+   pointer) is `tcb`: initial-exec TLS lies at the same distance from
+   every thread's pointer. */
 void self_tls_set(char *tcb, struct weft_thread *t);
 
 /* --- registry.c: pthread_t handles ------------------------------------ */

@@ -24,37 +24,6 @@ static inline size_t host_tcb_size(void)
 	return host_layout.tcb_size;
 }
 
-/* The self slot: a word of glibc's TCB header that no glibc release
-   weft serves reads or writes, where weft keeps the calling thread's
-   descriptor so that pthread_getspecific/setspecific find it in one
-   %fs-relative load, as glibc's find their own record at %fs:0x10
-   (docs/tsd.md).  On x86-64 it is unused_vgetcpu_cache[0] at 0x38, left
-   over from the vsyscall getcpu cache and kept only for the header's
-   size, in 2.36, 2.41 and 2.43 alike (releases.c; a release that took it
-   back needs this offset changed for its row).  glibc zeroes the header
-   of every TCB it makes (ld.so's for the main thread, a fresh mapping
-   for its threads), and weft writes the slot only for the threads whose
-   descriptor lives as long as their TCB: those weft creates (create.c,
-   through self_tls_set) and the main thread once weft serves (self.c).
-   So the slot is non-NULL only while weft serves, in a thread weft
-   knows, and then equals weft_tls_self; 0 sends the caller out of
-   line.  Where a glibc port has no such word, HOST_TCB_SELF_SLOT stays
-   undefined and the fast path reads weft_tls_self instead. */
-#if defined(__x86_64__)
-#define HOST_TCB_SELF_SLOT 0x38
-#endif
-
-static inline void host_tcb_self_slot_set(char *tcb, void *t)
-{
-#ifdef HOST_TCB_SELF_SLOT
-	__atomic_store_n((void **)(tcb + HOST_TCB_SELF_SLOT), t,
-			 __ATOMIC_RELAXED);
-#else
-	(void)tcb;
-	(void)t;
-#endif
-}
-
 /* Before clone: prepare the TCB at `tcb` (inside the area) for a
    joinable thread whose whole stack block is [block, block +
    block_size).  Allocates the DTV and copies every module's TLS image.

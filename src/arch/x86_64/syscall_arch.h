@@ -97,16 +97,6 @@ static inline int arch_tp_load32(size_t off)
 	return v;
 }
 
-/* The pointer-sized word at the constant offset `off` past the thread
-   pointer, in one %fs-relative load with the offset in the instruction
-   (no register, no GOT).  Volatile, as arch_tp_load32. */
-#define arch_tp_load_ptr_at(off)                                          \
-	({                                                                \
-		void *v_;                                                 \
-		__asm__ volatile("mov %%fs:%c1, %0" : "=r"(v_) : "i"(off)); \
-		v_;                                                       \
-	})
-
 static inline void arch_spin_pause(void)
 {
 	__asm__ volatile("pause" ::: "memory");
