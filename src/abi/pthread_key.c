@@ -36,6 +36,13 @@ __attribute__((noinline)) static void *getspecific_slow(pthread_key_t key)
 	return tsd_get(key);
 }
 
+/* A value stored under an older sequence, or none, reads as NULL.  Out
+   of line, so that the hit path stays the fall-through. */
+__attribute__((noinline)) static void *getspecific_stale(void)
+{
+	return NULL;
+}
+
 /* The value travels as an integer: glibc declares the argument
    "access none", which makes gcc warn about passing it on. */
 __attribute__((noinline)) static int setspecific_slow(pthread_key_t key,
@@ -57,8 +64,12 @@ WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
 		void *value = t->tsd_inline[key].value;
 
-		return __builtin_expect(t->tsd_inline[key].seq == seq, 1) ? value
-									 : NULL;
+		/* A hit falls through to its return with the value as loaded,
+		   the compare behind a predicted branch: a cmov here made the
+		   result wait for both sequence loads (docs/tsd.md). */
+		if (__builtin_expect(t->tsd_inline[key].seq != seq, 0))
+			return getspecific_stale();
+		return value;
 	}
 	return getspecific_slow(key);
 }
