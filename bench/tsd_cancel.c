@@ -6,6 +6,9 @@
  * In one thread made by pthread_create (a weft thread when libweft is
  * preloaded, a glibc thread otherwise), times N calls of each of
  *   getspecific   pthread_getspecific of a key set in this thread
+ *   getspecific_chain  the same, each call's key computed from the value
+ *                 the call before returned (as code that uses the value
+ *                 at once): the calls' latency, not their throughput
  *   setspecific   pthread_setspecific of that key (alternating values)
  *   testcancel    pthread_testcancel, nothing pending
  *   write         write(2) of 1 byte to /dev/null: a cancellation point
@@ -36,6 +39,17 @@ static void op_get(long n)
 		sink = pthread_getspecific(key);
 		__asm__ volatile("" : : "r"(sink) : "memory");
 	}
+}
+
+/* The value is a small integer, so `value >> 63` is 0; the compiler
+   cannot know it, so each call waits for the one before. */
+static void op_get_chain(long n)
+{
+	pthread_key_t k = key;
+
+	for (long i = 0; i < n; i++)
+		k = key + (pthread_key_t)((uintptr_t)pthread_getspecific(k) >> 63);
+	__asm__ volatile("" : : "r"(k) : "memory");
 }
 
 static void op_set(long n)
@@ -77,7 +91,7 @@ static void op_raw_write(long n)
 			bench_die("syscall write", errno);
 }
 
-static double res[6];
+static double res[7];
 
 static void *bench_thread(void *arg)
 {
@@ -90,6 +104,9 @@ static void *bench_thread(void *arg)
 	res[3] = bench_best_of_5(op_write, n_sys);
 	res[4] = bench_best_of_5(op_read, n_sys);
 	res[5] = bench_best_of_5(op_raw_write, n_sys);
+	if (pthread_setspecific(key, (void *)1) != 0)
+		bench_die("pthread_setspecific", EINVAL);
+	res[6] = bench_best_of_5(op_get_chain, n_fast);
 	return NULL;
 }
 
@@ -117,9 +134,9 @@ int main(int argc, char **argv)
 		bench_die("pthread_create", err);
 	pthread_join(t, NULL);
 	printf("RESULT getspecific_ns=%.2f setspecific_ns=%.2f testcancel_ns=%.2f "
-	       "write_ns=%.1f read_ns=%.1f syscall_write_ns=%.1f n=%ld "
-	       "pthread_lib=%s\n",
-	       res[0], res[1], res[2], res[3], res[4], res[5], n_fast,
+	       "write_ns=%.1f read_ns=%.1f syscall_write_ns=%.1f "
+	       "getspecific_chain_ns=%.2f n=%ld pthread_lib=%s\n",
+	       res[0], res[1], res[2], res[3], res[4], res[5], res[6], n_fast,
 	       bench_pthread_lib());
 	return 0;
 }

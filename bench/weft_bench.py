@@ -308,8 +308,8 @@ def build_plan(opt, S):
                            args, "rounds_per_s", True, pin, work=r * w,
                            floor=("sync_broadcast", ["-m", "herd"] + args),
                            floor2=("sync_broadcast", ["-m", "requeue"] + args)))
-        for m in ("getspecific", "setspecific", "testcancel", "read", "write",
-                  "syscall_write"):
+        for m in ("getspecific", "getspecific_chain", "setspecific", "testcancel",
+                  "read", "write", "syscall_write"):
             add(Config("tsd", m, "tsd_cancel", ["-n", S["tsd_n"]], f"{m}_ns", False, pin,
                        work=S["tsd_n"]))
         for m, unit in (("mutex", "ns"), ("malloc", "ns"), ("rdlock", "ns"), ("wrlock", "ns"),
