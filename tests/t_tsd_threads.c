@@ -1,5 +1,5 @@
 /* A key's value is the calling thread's own in every kind of thread:
-     - the main thread, before and after its first out-of-line call;
+     - the main thread, before any other thread exists and after;
      - weft's threads, over rounds that reuse their stack blocks;
      - a thread glibc makes for a timer's SIGEV_THREAD notification,
        which weft adopts and which must not see the main thread's value;
