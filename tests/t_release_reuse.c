@@ -647,16 +647,13 @@ static int join_stack_case(unsigned *iters_p, int mode)
 static int run_case(unsigned *iters)
 {
 	int bad = 0;
+	unsigned n;
 
 	if (ctl.kase == JOIN_STACK)
 		return join_stack_case(iters, ctl.mode);
-	for (unsigned n = 0; n < *iters && !bad; n++) {
+	for (n = 0; n < *iters && !bad && !out_of_time(n); n++) {
 		unsigned it = ctl.done + 1;
 
-		if (out_of_time(n)) {
-			*iters = n;
-			break;
-		}
 		ctl.mem = reuse_alloc();
 		ctl.way = it % 3 == 0 ? WAY_ASLEEP : it % 3 == 1 ? WAY_STOPPED
 							 : WAY_RANDOM;
@@ -674,6 +671,7 @@ static int run_case(unsigned *iters)
 		}
 		bad += reuse_check(ctl.mem, ctl.mode, it, kase_name[ctl.kase]);
 	}
+	*iters = n;
 	return bad;
 }
 
