@@ -28,21 +28,46 @@
               before its sleep, and the release comes then;
      random   the releaser pauses a random 0-3 us once main is about
               to call.
-   "Stopped" and the releaser's stop use hardware watchpoints
-   (perf_event_open, PERF_TYPE_BREAKPOINT with a synchronous SIGTRAP):
-   main's on the field it writes when it registers, whose handler, once
-   main's registration is visible, waits for the release; the releaser's
-   on the word whose write releases, whose handler waits (bounded) until
-   main has reused the page.  So in a "stopped" iteration main, not yet
-   asleep, gets through while the releaser stands right after its release
-   store, and whatever the library does afterwards hits reused memory:
-   a stray access a few instructions after the release is caught every
-   time, not only when a preemption happens to fall there.  A probe at
-   start-up writes a watched word and looks for the trap: where
-   perf_event_open fails (no permission) or its watchpoint never fires
-   (the PVM-hypervised VMs: it opens, and no write ever traps) no thread
-   is stopped, the "stopped" iterations run as random ones, and the test
-   says so.
+   "Stopped" and the releaser's stop use watches on 8 bytes, which stop
+   a thread right after its own write to them: main's on the field it
+   writes when it registers, whose handler, once main's registration is
+   visible, waits for the release; the releaser's on the word whose
+   write releases, whose handler waits (bounded) until main has reused
+   the page.  So in a "stopped" iteration main, not yet asleep, gets
+   through while the releaser stands right after its release store, and
+   whatever the library does afterwards hits reused memory: a stray
+   access a few instructions after the release is caught every time,
+   not only when a preemption happens to fall there.
+   The watch, chosen at start-up by writing a watched word and looking
+   for the trap, and named in the output:
+     hardware watchpoint  perf_event_open, PERF_TYPE_BREAKPOINT with a
+              synchronous SIGTRAP; also in the random way, where the
+              releaser's stop after its release is short (STALL_NS);
+     page watch  where perf_event_open fails or its watchpoint never
+              fires (the PVM-hypervised VMs: it opens, and no write ever
+              traps).  The watching thread makes the object's page
+              read-only; each of its writes to the page faults, and the
+              SIGSEGV handler makes the page writable and sets the trap
+              flag (TF) in the context it returns to, so that the write
+              runs and the next instruction boundary raises SIGTRAP,
+              where the watchpoint's would come.  It sees the same
+              writes (the thread's own to the 8 bytes, changed or not),
+              for a fault, two mprotect calls and one step per write to
+              the page (40-55 us there).  Stepping the whole call instead
+              (TF alone, about 16 us a step, comparing the bytes
+              after each) would step main's spin before it registers
+              (rwlock: 700-830 steps) and, in "once exit", the unwinder
+              (10,655 steps), and would take another thread's write to
+              the bytes (barrier 3's `out`) for the releaser's.  One
+              watch at a time: the releaser's is set only once main has
+              stopped, and another thread's write to the watched page
+              (barrier 3's helper arriving while main is watched) waits
+              until the watch is over, at most STOP_NS.  The random way
+              has no page watch: its mprotect call would delay the
+              release far past the random pause.
+   With neither (no perf event that fires, no SIGTRAP after a step) no
+   thread is stopped, the "stopped" iterations run as random ones, and
+   the test says so.
    The watched offsets and the registration checks follow weft's layouts
    (rwlock: word at 0, rd_waiters at 12, wr_waiters at 16; semaphore:
    glibc's, waiters in the high half of the first 8 bytes; barrier: the
@@ -57,11 +82,14 @@
    way, "stopped" included).  The output gives the iterations each pair
    ran, and how many were "stopped" ones and really stopped.  An
    iteration takes about 0.1 ms on a quiet 2-core VM (3,000 per pair took
-   15.5 s for the 44 (case, mode) pairs), 0.3 to 0.45 ms under load.  The
+   15.5 s for the 44 (case, mode) pairs), 0.3 to 0.45 ms under load; on
+   a PVM VM with the page watch 2,000 per pair took 31 s, the 150 s
+   budget 6,900 to 16,000 per pair.  The
    catch does not rely on luck: every third iteration is a "stopped" one,
    and a library that touches the object after its release store fails
    at the first of them (the library at df4be32: rwlock at iteration 1,
-   semaphore at the first stopped iteration in munmap mode). */
+   semaphore at the first stopped iteration in munmap mode; so with
+   either watch). */
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <semaphore.h>
@@ -190,7 +218,7 @@ static unsigned rnd(unsigned *s)
 }
 
 /* ---- the watchpoints that stop main and the releaser (see the top) */
-enum { WATCH_NONE, WATCH_PERF } watch_mech;
+enum { WATCH_NONE, WATCH_PERF, WATCH_PAGE } watch_mech;
 static __thread int bp_fd = -1;
 static int bp_unavailable; /* perf_event_open's errno */
 static int probing;	   /* the start-up probe: a hit only counts */
@@ -212,14 +240,18 @@ static int stop_until(unsigned *w, unsigned v, long ns)
 	return 1;
 }
 
-/* Main, right after a write to its watched field: once its registration
-   as a sleeper shows, it waits there for the release. */
-static void main_trap(unsigned it)
+/* Main, right after a write to its watched field: whether it stops
+   there (once its registration as a sleeper shows, once an iteration). */
+static int main_may_stop(unsigned it)
 {
-	if (__atomic_load_n(&ctl.main_stopped, __ATOMIC_RELAXED) == it ||
-	    __atomic_load_n(&ctl.released, __ATOMIC_ACQUIRE) == it ||
-	    !main_registered(ctl.kase, ctl.mem))
-		return;
+	return __atomic_load_n(&ctl.main_stopped, __ATOMIC_RELAXED) != it &&
+	       __atomic_load_n(&ctl.released, __ATOMIC_ACQUIRE) != it &&
+	       main_registered(ctl.kase, ctl.mem);
+}
+
+/* ... and then it waits for the release. */
+static void main_stop(unsigned it)
+{
 	ctl.main_stops++;
 	__atomic_store_n(&ctl.main_stopped, it, __ATOMIC_RELEASE);
 	stop_until(&ctl.released, it, STOP_NS);
@@ -236,19 +268,6 @@ static void releaser_trap(unsigned it)
 	if (stop_until(&ctl.reused, it,
 		       ctl.way == WAY_STOPPED ? STOP_NS : STALL_NS))
 		ctl.opened++;
-}
-
-static void on_trap(int sig, siginfo_t *si, void *uc)
-{
-	unsigned it = ctl.done + 1; /* the iteration under way */
-
-	(void)sig, (void)si, (void)uc;
-	if (probing)
-		probe_hits++;
-	else if (is_main)
-		main_trap(it);
-	else
-		releaser_trap(it);
 }
 
 /* A write watchpoint on the 8 bytes at `addr` (aligned), raising a
@@ -299,18 +318,145 @@ static void bp_disarm(void)
 		ioctl(bp_fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
-/* At start-up: does a watchpoint on a word of a fresh page see a write? */
+/* ---- the page watch, where no hardware watchpoint fires (see the top).
+   The owner (the thread that watches) makes the object's page read-only;
+   each of its writes to the page then faults, and the SIGSEGV handler
+   makes the page writable and sets the trap flag in the context it
+   returns to: the write runs, and the next instruction boundary raises
+   SIGTRAP, right after the write.  That handler clears the flag (it is
+   set for that one instruction only) and, if the write was to the
+   watched 8 bytes and calls for a stop, ends the watch and stops; else
+   it protects the page again.  Another thread's write to the page
+   faults too: it waits until the watch is over (the owner is in a call
+   that writes the page at once), at most STOP_NS, after which it ends
+   the watch itself.  One watch at a time, on ctl.mem's page. */
+#define EFL_TF 0x100 /* the trap flag in RFLAGS */
+static char *page_watched; /* the page of the watch under way, or NULL */
+static __thread char *my_watch; /* the owner's watched 8 bytes */
+static __thread int my_hit; /* the write being stepped is to them */
+static unsigned page_watches_broken; /* ended by another thread */
+
+static void page_protect(int read_only)
+{
+	mprotect(ctl.mem, REUSE_BYTES,
+		 read_only ? PROT_READ : PROT_READ | PROT_WRITE);
+}
+
+static void page_arm(char *addr)
+{
+	my_watch = addr;
+	__atomic_store_n(&page_watched, ctl.mem, __ATOMIC_RELEASE);
+	page_protect(1);
+}
+
+static void page_end(void)
+{
+	if (!my_watch)
+		return;
+	my_watch = NULL;
+	page_protect(0);
+	__atomic_store_n(&page_watched, NULL, __ATOMIC_RELEASE);
+}
+
+/* SIGSEGV for a write to a read-only page at `a`: 1 if it was a page
+   watch's (the write is then made again). */
+static int page_fault(char *a, ucontext_t *uc)
+{
+	char *p = ctl.mem;
+	long end = mono_ns() + STOP_NS;
+
+	if (!p || a < p || a >= p + REUSE_BYTES)
+		return 0;
+	if (my_watch) { /* the owner's write: it runs, single-stepped */
+		page_protect(0);
+		my_hit = a >= my_watch && a < my_watch + 8;
+		uc->uc_mcontext.gregs[REG_EFL] |= EFL_TF;
+		return 1;
+	}
+	while (__atomic_load_n(&page_watched, __ATOMIC_ACQUIRE) == p &&
+	       mono_ns() < end)
+		sched_yield();
+	if (__atomic_exchange_n(&page_watched, NULL, __ATOMIC_ACQ_REL) == p)
+		__atomic_fetch_add(&page_watches_broken, 1, __ATOMIC_RELAXED);
+	/* Also undoes an owner's protection racing with that end. */
+	page_protect(0);
+	return 1;
+}
+
+/* SIGTRAP right after the owner's write (the trap flag's step). */
+static void page_step(ucontext_t *uc, unsigned it)
+{
+	uc->uc_mcontext.gregs[REG_EFL] &= ~EFL_TF;
+	if (!my_watch)
+		return;
+	if (my_hit && (probing || !is_main || main_may_stop(it))) {
+		page_end();
+		if (probing)
+			probe_hits++;
+		else if (is_main)
+			main_stop(it);
+		else
+			releaser_trap(it);
+	} else if (__atomic_load_n(&page_watched, __ATOMIC_ACQUIRE) == ctl.mem) {
+		page_protect(1);
+	} else {
+		my_watch = NULL; /* ended by another thread */
+	}
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uc)
+{
+	unsigned it = ctl.done + 1; /* the iteration under way */
+
+	(void)sig, (void)si;
+	if (watch_mech == WATCH_PAGE)
+		page_step(uc, it);
+	else if (probing)
+		probe_hits++;
+	else if (!is_main)
+		releaser_trap(it);
+	else if (main_may_stop(it))
+		main_stop(it);
+}
+
+/* The calling thread watches its writes to the 8 bytes at `addr`. */
+static void watch_arm(void *addr)
+{
+	if (watch_mech == WATCH_PERF)
+		bp_arm(addr);
+	else if (watch_mech == WATCH_PAGE)
+		page_arm(addr);
+}
+
+static void watch_disarm(void)
+{
+	if (watch_mech == WATCH_PERF) {
+		bp_disarm();
+	} else if (watch_mech == WATCH_PAGE) {
+		page_end();
+		/* The trap flag lasts one instruction and its trap clears
+		   it; cleared here too, so that it cannot outlive the call
+		   whatever happened (below the red zone). */
+		__asm__ volatile("lea -128(%%rsp), %%rsp\n\tpushfq\n\t"
+				 "andq $~0x100, (%%rsp)\n\tpopfq\n\t"
+				 "lea 128(%%rsp), %%rsp" ::: "memory", "cc");
+	}
+}
+
+/* At start-up: does a watch on a word of a fresh page see a write? */
 static int watch_fires(void)
 {
-	char *p = reuse_alloc();
+	char *saved = ctl.mem;
 
+	ctl.mem = reuse_alloc();
 	probing = 1;
 	probe_hits = 0;
-	bp_arm(p + 8);
-	__atomic_store_n((uint64_t *)(p + 8), 1, __ATOMIC_RELAXED);
-	bp_disarm();
+	watch_arm(ctl.mem + 8);
+	__atomic_store_n((uint64_t *)(ctl.mem + 8), 1, __ATOMIC_RELAXED);
+	watch_disarm();
 	probing = 0;
-	munmap(p, REUSE_BYTES);
+	munmap(ctl.mem, REUSE_BYTES);
+	ctl.mem = saved;
 	return probe_hits == 1;
 }
 
@@ -321,11 +467,13 @@ static void put_str(const char *s)
 	(void)r;
 }
 
-static void on_segv(int sig)
+static void on_segv(int sig, siginfo_t *si, void *uc)
 {
 	char num[16], *p = num + sizeof num - 1;
 	unsigned it = ctl.done + 1;
 
+	if (si->si_code == SEGV_ACCERR && page_fault(si->si_addr, uc))
+		return;
 	*p = 0;
 	do
 		*--p = (char)('0' + it % 10);
@@ -357,6 +505,13 @@ static void until_main_blocked(unsigned it, unsigned *seed)
 		break;
 	case WAY_STOPPED:
 		stop_until(&ctl.main_stopped, it, STOP_NS);
+		/* barrier 3: until the helper's ticket is taken too, so that
+		   the releaser arrives last (the helper may have had to wait
+		   for main's page watch). */
+		for (end = mono_ns() + STOP_NS;
+		     ctl.kase == BARRIER3 && mono_ns() < end &&
+		     __atomic_load_n((uint64_t *)ctl.mem, __ATOMIC_ACQUIRE) < 2;)
+			sched_yield();
 		break;
 	default:
 		end = mono_ns() + rnd(seed) % DELAY_NS;
@@ -372,16 +527,30 @@ static void *mem_obj(void)
 
 static unsigned seed_releaser = 0x1234567u;
 
+/* The releaser's watch on its release store at `addr`, called before
+   and after main is let in: a hardware watchpoint before (arming takes
+   system calls that main would sleep through), in the stopped and
+   random ways; a page watch after, and only once main has stopped (one
+   watch at a time, and main writes nothing meanwhile; in the random way
+   the protection's system call would delay the release far past the
+   random pause). */
+static void releaser_watch(void *addr, int main_in)
+{
+	if (watch_mech == WATCH_PERF ? !main_in && ctl.way != WAY_ASLEEP
+	    : main_in && __atomic_load_n(&ctl.main_stopped, __ATOMIC_ACQUIRE) ==
+				 ctl.done + 1)
+		watch_arm(addr);
+}
+
 static void once_routine(void)
 {
 	unsigned it = ctl.done + 1;
 
-	/* Armed first: arming takes system calls that main would sleep
-	   through.  The releaser writes nothing of the object meanwhile. */
-	if (ctl.way != WAY_ASLEEP)
-		bp_arm(ctl.mem);
+	/* The releaser writes nothing of the object meanwhile. */
+	releaser_watch(ctl.mem, 0);
 	publish(&ctl.ready, it);
 	until_main_blocked(it, &seed_releaser);
+	releaser_watch(ctl.mem, 1);
 	if (ctl.kase == ONCE_EXIT)
 		pthread_exit(NULL); /* unwinds through pthread_once */
 }
@@ -389,7 +558,7 @@ static void once_routine(void)
 static void release_once(unsigned it)
 {
 	CHECK_ERR(pthread_once(mem_obj(), once_routine), 0);
-	bp_disarm();
+	watch_disarm();
 	(void)it;
 }
 
@@ -411,10 +580,10 @@ static void release(unsigned it)
 	default:
 		break;
 	}
-	if (ctl.way != WAY_ASLEEP)
-		bp_arm((char *)o + watch_off[ctl.kase]);
+	releaser_watch((char *)o + watch_off[ctl.kase], 0);
 	publish(&ctl.ready, it);
 	until_main_blocked(it, &seed_releaser);
+	releaser_watch((char *)o + watch_off[ctl.kase], 1);
 	switch (ctl.kase) {
 	case SEM: case SEM_SHARED:
 		r = sem_post(o) ? errno : 0;
@@ -427,7 +596,7 @@ static void release(unsigned it)
 	default:
 		r = pthread_rwlock_unlock(o);
 	}
-	bp_disarm();
+	watch_disarm();
 	CHECK_ERR(r, 0);
 }
 
@@ -537,14 +706,14 @@ static void block(void *o)
 	default:
 		break;
 	}
-	bp_disarm();
+	watch_disarm();
 }
 
 /* Blocks until released, then destroys the object at once. */
 static void block_and_destroy(void *o)
 {
 	if (ctl.way == WAY_STOPPED)
-		bp_arm((char *)o + main_watch_off[ctl.kase]);
+		watch_arm((char *)o + main_watch_off[ctl.kase]);
 	__atomic_store_n(&ctl.entering, ctl.done + 1, __ATOMIC_RELEASE);
 	block(o);
 	switch (ctl.kase) {
@@ -717,20 +886,22 @@ int main(void)
 	int pairs_left = 0;
 
 	struct sigaction sa = {.sa_sigaction = on_trap, .sa_flags = SA_SIGINFO};
+	struct sigaction sv = {.sa_sigaction = on_segv, .sa_flags = SA_SIGINFO};
 
 	WEFT_REQUIRE();
 	reuse_watchdog(budget + 90 > 240 ? (unsigned)budget + 90 : 240);
 	for (int k = 0; k < KASES; k++)
 		if (!only || strstr(kase_name[k], only))
 			pairs_left += REUSE_MODES;
-	signal(SIGSEGV, on_segv);
+	sigaction(SIGSEGV, &sv, NULL);
 	sigaction(SIGTRAP, &sa, NULL);
 	ctl.main_tid = gettid();
 	is_main = 1;
-	/* Whether a hardware watchpoint fires here (see the top). */
+	/* Which watch stops the threads: a hardware watchpoint if one
+	   fires here, else the page watch (see the top). */
 	bp_open();
+	watch_mech = WATCH_PERF;
 	if (bp_fd >= 0 && watch_fires()) {
-		watch_mech = WATCH_PERF;
 		printf("watch: hardware watchpoints (perf_event_open)\n");
 	} else {
 		if (bp_fd < 0) {
@@ -742,10 +913,18 @@ int main(void)
 			close(bp_fd);
 			bp_fd = -1;
 		}
-		printf("no thread is ever stopped; the \"stopped\" iterations "
+		watch_mech = WATCH_PAGE;
+		if (!watch_fires())
+			watch_mech = WATCH_NONE;
+	}
+	if (watch_mech == WATCH_PAGE)
+		printf("watch: page watch (write-protected page, each write "
+		       "single-stepped with the trap flag)\n");
+	else if (watch_mech == WATCH_NONE)
+		printf("no page watch either (no SIGTRAP after a single step): "
+		       "no thread is ever stopped; the \"stopped\" iterations "
 		       "run as random ones and stray accesses are caught only "
 		       "by chance\n");
-	}
 	fflush(stdout);
 	CHECK_ERR(pthread_create(&rel, NULL, releaser, NULL), 0);
 	CHECK_ERR(pthread_create(&hlp, NULL, helper, NULL), 0);
@@ -778,6 +957,9 @@ out:
 	if (watch_mech == WATCH_NONE)
 		printf("no watch: no thread was stopped; stray accesses were "
 		       "caught only by chance\n");
+	if (page_watches_broken)
+		printf("page watches ended by another thread's write after "
+		       "%ld ms: %u\n", STOP_NS / 1000000, page_watches_broken);
 	ctl.stop = 1;
 	publish(&ctl.go, ctl.done + 1);
 	CHECK_ERR(pthread_join(rel, NULL), 0);
