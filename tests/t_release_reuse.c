@@ -940,6 +940,22 @@ int main(void)
 			ctl.stopped_iters = ctl.asleep_waits = ctl.main_stops = 0;
 			ctl.stalls = ctl.opened = 0;
 			bad = run_case(&ran);
+			/* A watch that never stops anyone would let the
+			   test pass without its decisive check: a pair's
+			   stopped iterations must stop both sides at least
+			   once (all of them do on a quiet machine). */
+			if (!bad && watch_mech != WATCH_NONE &&
+			    ctl.stopped_iters >= MIN_ITERS / 3 &&
+			    (!ctl.main_stops || !ctl.stalls)) {
+				FAIL("%s (%s): expected the %u stopped "
+				     "iterations to stop main and the releaser "
+				     "at least once, got main %u, releaser %u",
+				     kase_name[ctl.kase],
+				     reuse_mode_name[ctl.mode],
+				     ctl.stopped_iters, ctl.main_stops,
+				     ctl.stalls);
+				bad = 1;
+			}
 			printf("%-20s %-7s %5u iterations (%u stopped): main "
 			       "asleep %u, main stopped before its sleep %u, "
 			       "releaser stopped after its release %u, main "
