@@ -782,7 +782,7 @@ static int join_stack_case(unsigned *iters_p, int mode)
 	unsigned iters = *iters_p;
 	const size_t words = JOIN_STACK_BYTES / 4;
 	uint32_t *prev = NULL;
-	unsigned prev_it = 0;
+	unsigned prev_it = 0, ran = 0;
 	int bad = 0;
 
 	for (unsigned it = 1; it <= iters + 1 && !bad; it++) {
@@ -804,6 +804,7 @@ static int join_stack_case(unsigned *iters_p, int mode)
 			CHECK_ERR(pthread_create(&th, &a, quick_thread, stk), 0);
 			pthread_attr_destroy(&a);
 			CHECK_ERR(pthread_join(th, &res), 0);
+			ran = it;
 			CHECK(res == stk, "join result: expected %p, got %p",
 			      (void *)stk, res);
 			if (mode == REUSE_UNMAP) {
@@ -834,6 +835,7 @@ static int join_stack_case(unsigned *iters_p, int mode)
 		prev = stk;
 		prev_it = it;
 	}
+	*iters_p = ran; /* also when a check failed early */
 	return bad;
 }
 
