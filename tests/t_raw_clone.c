@@ -1,8 +1,10 @@
 /* Issue 16: weft's locks are correct the moment a second thread appears,
    also one made by a raw clone outside any library, before any
    pthread_create: glibc stays in its single-threaded mode then (the
-   clone changes none of its flags), and weft's mutexes, condvars and
-   once take no single-threaded shortcut that such a thread could break.
+   clone changes none of its flags).  weft's condvars and once take no
+   single-threaded shortcut that such a thread could break; its mutex
+   takes plain stores while the process has one thread, and weft's
+   clone() (src/abi/clone.c) switches that off before the thread exists.
 
    The clone thread shares memory, files and signal handlers with main
    and has its own stack, but no TLS of its own (no CLONE_SETTLS): to

@@ -1,6 +1,7 @@
 /* pthread_mutex_* and pthread_mutexattr_*: glibc's ABI, weft's mutexes
    (src/sync/mutex.c).  The uncontended lock and unlock of a default
-   mutex are inline here: one CAS each. */
+   mutex are inline here: one CAS each, plain stores in a process with
+   one thread (sync/mutex.h, mutex_lock_fast). */
 #include <string.h>
 #include "alias.h"
 #include "export.h"
@@ -55,7 +56,7 @@ __attribute__((noinline)) static int lock_slow(pthread_mutex_t *m)
 
 WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	if (__builtin_expect(weft_active_now() && mutex_trylock_fast(wmutex_of(m)) == 0, 1))
+	if (__builtin_expect(weft_active_now() && mutex_lock_fast(wmutex_of(m)) == 0, 1))
 		return 0;
 	return lock_slow(m);
 }

@@ -22,4 +22,22 @@ static inline int host_single_threaded(void)
 	return __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) != 0;
 }
 
+/* Set, never cleared, by weft's clone() (src/abi/clone.c) before a clone
+   that shares the address space and does not suspend its caller (not a
+   vfork): a thread glibc's flag does not show.  glibc's clone is the
+   way programs and libraries make such threads (a clone by syscall()
+   cannot give the child a stack of its own to return on); a clone by
+   inline assembly stays unseen, as it does for glibc's own paths. */
+extern int host_foreign_thread;
+
+/* Whether no other thread of the process can be running: glibc's flag
+   says one thread and weft's clone() has made none.  What a plain-store
+   fast path needs (sync/mutex.h, mutex_lock_fast).  Both turn false
+   only in the one thread there is, before the second exists. */
+static inline int host_one_thread(void)
+{
+	return host_single_threaded() &&
+	       !__atomic_load_n(&host_foreign_thread, __ATOMIC_RELAXED);
+}
+
 #endif

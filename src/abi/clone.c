@@ -1,0 +1,39 @@
+/* clone(): glibc's, after noting a thread glibc will not count.
+
+   A clone that shares the address space (CLONE_VM) and lets its caller
+   run on (no CLONE_VFORK) makes a second thread behind glibc's back:
+   __libc_single_threaded stays true.  weft's mutex takes plain stores
+   while the process has one thread (sync/mutex.h), so it must know;
+   host/single.h's host_one_thread() reads the flag set here.  The flag
+   is set before the clone exists, in the one thread that can make it,
+   and the clone system call orders it before the child's first step.
+   A vfork-like clone suspends its caller until the child execs or
+   exits, so the two never run at once: no flag, as for posix_spawn.
+
+   Everything else is glibc's clone, in every mode (the flag costs
+   nothing to set, weft serving or not). */
+#include <sched.h>
+#include <stdarg.h>
+#include <sys/types.h>
+
+#include "export.h"
+#include "host/single.h"
+
+WEFT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	va_list ap;
+	pid_t *parent_tid, *child_tid;
+	void *tls;
+
+	/* The optional arguments, read as glibc's clone reads them: it
+	   takes the registers whatever the flags say. */
+	va_start(ap, arg);
+	parent_tid = va_arg(ap, pid_t *);
+	tls = va_arg(ap, void *);
+	child_tid = va_arg(ap, pid_t *);
+	va_end(ap);
+	if ((flags & CLONE_VM) && !(flags & CLONE_VFORK))
+		__atomic_store_n(&host_foreign_thread, 1, __ATOMIC_RELAXED);
+	return GLIBC_FN(clone)(fn, stack, flags, arg, parent_tid, tls,
+			       child_tid);
+}
