@@ -37,3 +37,5 @@ WEFT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	return GLIBC_FN(clone)(fn, stack, flags, arg, parent_tid, tls,
 			       child_tid);
 }
+/* glibc exports the same function as __clone too. */
+WEFT_ALIAS(__clone, clone);
