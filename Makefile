@@ -45,8 +45,17 @@ endif
 CFLAGS  ?= -O2 -g
 LIB_SAN ?=
 TEST_SAN ?=
+# -fno-lto, after CFLAGS so that it wins over a packager's -flto: the
+# library rests on flags given to single files (-fexceptions for the
+# cleanups that a cancellation unwinds, -mno-red-zone for the
+# cancellation points; see below), and link-time optimisation compiles
+# functions again away from their files' flags.  Built with -flto, libweft
+# did not link (the forwarders of src/host/unwind_stubs.c were dropped),
+# and once they were kept, the cleanups of cancelled waits did not run
+# (.ci/lto checks the packager's build).
 LIB_CFLAGS := $(CFLAGS) $(WARN) $(LIB_SAN) -std=gnu11 -fPIC -fvisibility=hidden \
-	-fno-omit-frame-pointer -D_GNU_SOURCE -Iinclude -DWEFT_VERSION_STR='"$(VERSION)"'
+	-fno-omit-frame-pointer -fno-lto -D_GNU_SOURCE -Iinclude \
+	-DWEFT_VERSION_STR='"$(VERSION)"'
 
 B ?= build
 ifeq ($(B),build)
@@ -227,13 +236,14 @@ $(B)/tests/preload/%: tests/%.cpp $$(TEST_PARTS_$$*) Makefile
 # constructor calls).
 TEST_LDFLAGS_t_sig_first_call := -rdynamic
 # Multi-file tests: a C++ test t_NAME.cpp also links the C objects listed
-# in TEST_PARTS_t_NAME (tests/parts/*.c), each with its own flags.
+# in TEST_PARTS_t_NAME (tests/parts/*.c), each with its own flags, which
+# link-time optimisation would not keep (-fno-lto: as for the library).
 TEST_PARTS_t_cancel_mixed := $(B)/tests/parts/cm_plain.o $(B)/tests/parts/cm_exc.o
 TEST_PARTS := $(sort $(foreach n,$(TEST_NAMES),$(TEST_PARTS_$(n))))
 $(B)/tests/parts/cm_exc.o: PART_CFLAGS := -fexceptions
 $(B)/tests/parts/%.o: tests/parts/%.c Makefile
 	$(MKDIRS)
-	$(CC) -std=gnu11 $(TEST_CFLAGS) $(PART_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) -std=gnu11 $(TEST_CFLAGS) $(PART_CFLAGS) -fno-lto $(DEPFLAGS) -c $< -o $@
 $(B)/tests/lib%.so: tests/lib%.c Makefile
 	$(MKDIRS)
 	$(CC) $(CFLAGS) $(WARN) $(TEST_SAN) -fPIC -shared $(DEPFLAGS) -o $@ $<
