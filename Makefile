@@ -49,9 +49,10 @@ TEST_SAN ?=
 # library rests on flags given to single files (-fexceptions for the
 # cleanups that a cancellation unwinds, -mno-red-zone for the
 # cancellation points; see below), and link-time optimisation compiles
-# functions again away from their files' flags.  Built with -flto, libweft
-# did not link (the forwarders of src/host/unwind_stubs.c were dropped),
-# and once they were kept, the cleanups of cancelled waits did not run
+# functions again at the link, where it does not keep all of them.  Built
+# with gcc 12 and -flto, libweft did not link (the forwarders of
+# src/host/unwind_stubs.c were dropped), and once they were kept, the
+# cleanups of cancelled waits did not run: -fexceptions was lost
 # (.ci/lto checks the packager's build).
 LIB_CFLAGS := $(CFLAGS) $(WARN) $(LIB_SAN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-omit-frame-pointer -fno-lto -D_GNU_SOURCE -Iinclude \
