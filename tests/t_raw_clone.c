@@ -18,7 +18,10 @@
    Checks: 2 x 200000 increments under the mutex give 400000; 2000
    ping-pong rounds through a condvar, each side waiting for its turn,
    end in order; pthread_once run by both at once runs its routine once
-   and neither returns before it finished.  Bounded by counts and a 60 s
+   and neither returns before it finished.  Last, weft's clone() with
+   fewer optional arguments: a vfork-like child with CLONE_PARENT_SETTID
+   gets parent_tid (the one argument its flags name) and its exit status
+   back.  Bounded by counts and a 60 s
    alarm (glibc's own single-threaded mutex path hangs here: a plain
    store unlocks without a wake); main waits for the clone's end on its
    CLONE_CHILD_CLEARTID word. */
@@ -27,6 +30,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -96,6 +100,32 @@ static int clone_main(void *arg)
 	return 0;
 }
 
+static int vfork_child(void *arg)
+{
+	(void)arg;
+	syscall(SYS_exit, 7);
+	return 0;
+}
+
+/* clone() given only parent_tid, the one optional argument these flags
+   use (src/abi/clone.c reads no more than the flags name). */
+static void clone_parent_settid(void)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	pid_t ptid = -1, pid;
+	int status = 0;
+
+	pid = clone(vfork_child, stack + sizeof stack,
+		    CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD,
+		    NULL, &ptid);
+	REQUIRE(pid > 0, "clone(CLONE_PARENT_SETTID): %s", strerror(errno));
+	CHECK_EQ(ptid, pid);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7,
+	      "vfork-like child: expected exit status 7, got status %#x",
+	      status);
+}
+
 int main(void)
 {
 	static char stack[256 * 1024] __attribute__((aligned(16)));
@@ -126,5 +156,6 @@ int main(void)
 	CHECK_EQ(once_runs, 1);
 	CHECK_EQ(once_seen_done[0], 1);
 	CHECK_EQ(once_seen_done[1], 1);
+	clone_parent_settid();
 	TEST_DONE();
 }
