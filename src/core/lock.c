@@ -32,7 +32,8 @@ static int cas(weft_lock_t *l, int *expect, int val)
    every 4 pauses).  Bounded: 100 pauses, a few microseconds. */
 static int spin_take(weft_lock_t *l, int self)
 {
-	if (!spin_worthwhile())
+	if (!spin_worthwhile_for(__atomic_load_n(&l->word, __ATOMIC_RELAXED) &
+				 FUTEX_TID_MASK))
 		return 0;
 	for (int i = 0; i < LOCK_SPIN; i++) {
 		int v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);

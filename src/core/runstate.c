@@ -1,4 +1,6 @@
 /* Run-state hints for spinners (see runstate.h). */
+#include <stddef.h>
+
 #include "kernel/rseq.h"
 #include "runstate.h"
 
@@ -76,14 +78,16 @@ void runstate_reset_in_child(int tid, const volatile uint32_t *cpu)
 	runstate_enter(tid, cpu);
 }
 
-/* Whether the thread of slot `s` (still `tid`) last ran on CPU `mine`.
-   Its TCB is read in a reader section: weft unmaps no block meanwhile,
-   and the pointer is cleared before its thread's block can go. */
+/* Where the thread of slot `s` (still `tid`) last ran, against CPU
+   `mine`: 1 on `mine`, 0 on another CPU, -1 unknown (its slot changed
+   hands or has no CPU).  Its TCB is read in a reader section: weft
+   unmaps no block meanwhile, and the pointer is cleared before its
+   thread's block can go. */
 static int on_cpu(struct runstate_slot *s, int tid, uint32_t mine)
 {
 	unsigned shard = mine % SHARDS;
 	const volatile uint32_t *cpu;
-	int same = 0;
+	int same = -1;
 
 	__atomic_add_fetch(&readers[shard].open, 1, __ATOMIC_SEQ_CST);
 	cpu = __atomic_load_n(&s->cpu, __ATOMIC_SEQ_CST);
@@ -93,24 +97,61 @@ static int on_cpu(struct runstate_slot *s, int tid, uint32_t mine)
 	return same;
 }
 
-int runstate_may_run(int tid)
+/* Our own CPU from our rseq area, or -1 when it is not known. */
+static long my_cpu(void)
 {
-	struct runstate_slot *s, *me = weft_runstate_mine;
+	struct runstate_slot *me = weft_runstate_mine;
 	uint32_t mine;
 
-	if (tid <= 0)
-		return 1;
-	s = slot_of(tid);
-	if (__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) != tid)
-		return 1; /* unknown */
-	if (__atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE))
-		return 0;
 	if (!me || !me->cpu)
-		return 1;
+		return -1;
 	mine = *me->cpu; /* our own TCB */
 	if (mine == WEFT_RSEQ_CPU_UNINITIALIZED || mine == WEFT_RSEQ_CPU_FAILED)
+		return -1;
+	return mine;
+}
+
+/* The slot of a known `tid` that is not asleep in a weft wait; NULL when
+   it is unknown (*asleep 0) or asleep (*asleep 1). */
+static struct runstate_slot *awake_slot(int tid, int *asleep)
+{
+	struct runstate_slot *s;
+
+	*asleep = 0;
+	if (tid <= 0)
+		return NULL;
+	s = slot_of(tid);
+	if (__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) != tid)
+		return NULL;
+	if (__atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE)) {
+		*asleep = 1;
+		return NULL;
+	}
+	return s;
+}
+
+int runstate_may_run(int tid)
+{
+	int asleep;
+	struct runstate_slot *s = awake_slot(tid, &asleep);
+	long mine;
+
+	if (!s)
+		return !asleep; /* unknown: may run */
+	if ((mine = my_cpu()) < 0)
 		return 1;
-	return !on_cpu(s, tid, mine);
+	return on_cpu(s, tid, (uint32_t)mine) != 1;
+}
+
+int runstate_runs_elsewhere(int tid)
+{
+	int asleep;
+	struct runstate_slot *s = awake_slot(tid, &asleep);
+	long mine;
+
+	if (!s || (mine = my_cpu()) < 0)
+		return 0;
+	return on_cpu(s, tid, (uint32_t)mine) == 0;
 }
 
 int runstate_may_unmap(void)

@@ -59,6 +59,12 @@ static inline void runstate_blocked(int blocked)
    may, or is unknown (tid 0 included). */
 int runstate_may_run(int tid);
 
+/* 1 when the thread `tid` is known, not asleep in a weft wait, and last
+   ran on a CPU other than the caller's (both known): it may be running
+   beside the caller.  0 otherwise, unknown included.  What lets a
+   thread confined to one CPU spin (core/spin_policy.h). */
+int runstate_runs_elsewhere(int tid);
+
 /* Whether no reader section is open: a dead thread's block may be
    unmapped now (else keep it and try later). */
 int runstate_may_unmap(void);

@@ -2,11 +2,13 @@
 
    Spinning pays only when the thread that holds the lock can run at the
    same time as the spinner, that is when the spinner may run on two or
-   more CPUs.  A thread confined to one CPU (taskset, a one-CPU cgroup
-   or machine) that spins only burns the time slice its lock holder
-   needs: on the lock ring pinned to one CPU, 100 spins per contended
-   lock made every hand-over twice as slow as glibc's (which never
-   spins).  The answer is cached per thread.  It is looked up again
+   more CPUs, or when the holder is known to run on another CPU than
+   the spinner's one (spin_worthwhile_for).  A thread confined to one
+   CPU (taskset, a one-CPU cgroup or machine) that spins for a holder on
+   that same CPU only burns the time slice the holder needs: on the lock
+   ring pinned to one CPU, 100 spins per contended lock made every
+   hand-over twice as slow as glibc's (which never spins).  The affinity
+   answer is cached per thread.  It is looked up again
    after any thread changed an affinity through weft
    (pthread_setaffinity_np bumps a process-wide generation), and every
    SPIN_POLICY_RECHECK slow paths, for the changes made behind weft's
@@ -16,6 +18,8 @@
    that many sleeps without a spin). */
 #ifndef WEFT_CORE_SPIN_POLICY_H
 #define WEFT_CORE_SPIN_POLICY_H
+
+#include "runstate.h"
 
 #define SPIN_POLICY_RECHECK 1024
 
@@ -45,6 +49,18 @@ static inline int spin_worthwhile(void)
 		return p->may_spin;
 	}
 	return spin_policy_refresh();
+}
+
+/* Spinning for a lock held by the thread `holder` (a tid; 0 or any
+   thread weft does not know: unknown): worthwhile when this thread may
+   run on two or more CPUs, and also, confined to one, when the holder
+   is known to be awake on another CPU (core/runstate.h), as threads
+   pinned one to a CPU each are: their holder runs beside them, and
+   only a holder on the spinner's own CPU needs its time slice.  Like
+   spin_worthwhile, called once per slow path, before the spin. */
+static inline int spin_worthwhile_for(int holder)
+{
+	return spin_worthwhile() || runstate_runs_elsewhere(holder);
 }
 
 /* After a thread of this process had its affinity changed. */

@@ -23,6 +23,11 @@
    pauses weft spun before were 7.5 us, longer than a sleep). */
 #define SPIN_NS 2000
 
+/* How long a spinner waits before it marks the word (spin). */
+#ifndef SPIN_MARK_NS
+#define SPIN_MARK_NS 500
+#endif
+
 /* A private-mutex waiter that has waited this long, in milliseconds
    since its first sleep, asks for a direct hand-off (the fairness
    rule; measured on core/waitclock.h's clock). */
@@ -146,56 +151,84 @@ static int take_or_mark(struct wmutex *w, int *sleep_on)
 	return 0;
 }
 
-/* Pause `i` of a spin: whether to go on.  Every few pauses the holder
-   is looked at again (the mutex may change hands, its holder go to
-   sleep): a spin goes on only while the holder may be running
-   (core/runstate.h: not asleep in a weft wait, not waiting for our own
-   CPU), and for at most SPIN_NS (*end: 0 at the first pause). */
-static int keep_spinning(struct wmutex *w, unsigned i, long *end)
+/* Pause `i` of a spin: -1 to stop, else how long it has spun (as of
+   the last look).  Every few pauses the holder is looked at again (the
+   mutex may change hands, its holder go to sleep): a spin goes on only
+   while the holder may be running (core/runstate.h: not asleep in a
+   weft wait, not waiting for our own CPU), and for at most SPIN_NS
+   (*start: 0 before the first look). */
+static long spin_look(struct wmutex *w, unsigned i, long *start,
+		      long spun)
 {
 	long now;
 
 	if (i % 4 != 0)
-		return 1;
+		return spun;
 	if (!runstate_may_run(__atomic_load_n(&w->owner, __ATOMIC_RELAXED)))
-		return 0;
+		return -1;
 	now = now_ns();
-	if (!*end)
-		*end = now + SPIN_NS;
-	return now < *end;
+	if (!*start)
+		*start = now;
+	return now - *start < SPIN_NS ? now - *start : -1;
 }
 
-/* Spins while that can pay (keep_spinning) and nobody sleeps on the
+/* Marks the held word `v` of a private mutex as slept on, as a waiter
+   about to sleep does, so that its release takes the slow path (spin).
+   Not a process-shared one: there the mark (glibc's 2) would also end
+   the spin (has_sleepers), and glibc peers never spin. */
+static void mark_waited_for(struct wmutex *w, int v)
+{
+	if (!is_shared(w) && (v & LW_HELD) && !(v & LW_SLEEPERS))
+		cas(&w->lock, v, v | LW_SLEEPERS);
+}
+
+/* Spins while that can pay (spin_look) and nobody sleeps on the
    mutex (a newcomer must not jump their queue).  1 when it took the
-   word. */
+   word.
+
+   A spinner that has not got the word within SPIN_MARK_NS marks it as
+   slept on.  A holder that takes the mutex again right after its
+   release (a loop around a short critical section) otherwise wins
+   nearly every time: its CPU holds the word's cache line, and the
+   spinner's read of the free word arrives after the holder's next CAS.
+   The mark sends that release down the slow path (a futex wake that
+   finds nobody asleep), and meanwhile the spinner takes the word.
+   With two threads each taking one mutex in a loop, weft ran at 0.5x
+   glibc without the mark and 1.6x with it (bench/RESULTS.md,
+   2026-11-28-s29). */
 static int spin(struct wmutex *w)
 {
-	long end = 0;
+	long start = 0, spun = 0;
+	int marked = 0;
 
 	for (unsigned i = 0;; i++) {
 		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 		if (v == 0 && cas(&w->lock, 0, LW_HELD))
 			return 1;
-		if (has_sleepers(w) || !keep_spinning(w, i, &end))
+		if (has_sleepers(w) || (spun = spin_look(w, i, &start, spun)) < 0)
 			return 0;
+		if (!marked && spun >= SPIN_MARK_NS) {
+			mark_waited_for(w, v);
+			marked = 1;
+		}
 		arch_spin_pause();
 	}
 }
 
 /* A registered starving waiter waits for the hand-off running while
-   the holder runs (keep_spinning): its release is near then, and a
+   the holder runs (spin_look): its release is near then, and a
    hand-off to a thread that must first be woken and scheduled keeps the
    mutex held, and idle, until that thread runs, while others could
    have taken it. */
 static void await_handoff_running(struct wmutex *w, int tag)
 {
-	long end = 0;
+	long start = 0, spun = 0;
 
-	if (!spin_worthwhile())
+	if (!spin_worthwhile_for(__atomic_load_n(&w->owner, __ATOMIC_RELAXED)))
 		return;
 	for (unsigned i = 0;
 	     __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) == tag &&
-	     keep_spinning(w, i, &end);
+	     (spun = spin_look(w, i, &start, spun)) >= 0;
 	     i++)
 		arch_spin_pause();
 }
@@ -266,7 +299,9 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 	unsigned long start = 0; /* waitclock stamp of the first sleep */
 
 	if (!contended) {
-		if (spin_worthwhile() && spin(w))
+		if (spin_worthwhile_for(__atomic_load_n(&w->owner,
+							__ATOMIC_RELAXED)) &&
+		    spin(w))
 			return 0;
 	}
 	for (;;) {
