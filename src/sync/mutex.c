@@ -193,8 +193,8 @@ static void mark_waited_for(struct wmutex *w, int v)
    spinner's read of the free word arrives after the holder's next CAS.
    The mark sends that release down the slow path (a futex wake that
    finds nobody asleep), and meanwhile the spinner takes the word.
-   With two threads each taking one mutex in a loop, weft ran at 0.5x
-   glibc without the mark and 1.6x with it (bench/RESULTS.md,
+   With two threads each taking one mutex in a loop, weft ran at
+   0.3-0.5x glibc without the mark and 1.1-1.4x with it (bench/RESULTS.md,
    2026-11-28-s29). */
 static int spin(struct wmutex *w)
 {
