@@ -73,11 +73,7 @@ static void drop_in_child(struct weft_thread *t)
 {
 	/* Its thread-specific values are gone with it (no destructors run,
 	   as POSIX says), but the blocks holding them are our memory. */
-	for (size_t b = 0; b < t->tsd_nblocks; b++)
-		free(t->tsd_blocks[b]);
-	free(t->tsd_blocks);
-	t->tsd_blocks = NULL;
-	t->tsd_nblocks = 0;
+	tsd_free_blocks(t);
 	switch (t->origin) {
 	case WEFT_ORIGIN_CREATED:
 		/* Its TLS is released when the block is reused or unmapped. */

@@ -292,6 +292,8 @@ void tsd_adopt_startup_keys(void *(*glibc_get)(pthread_key_t));
 void *tsd_get(pthread_key_t key);
 int tsd_set(pthread_key_t key, const void *value);
 void tsd_run_destructors(struct weft_thread *t);
+/* The value blocks of `t` (ours, or a thread gone in a fork child). */
+void tsd_free_blocks(struct weft_thread *t);
 void tsd_reset_in_child(void);
 
 /* --- stats -------------------------------------------------------------- */

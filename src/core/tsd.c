@@ -189,14 +189,24 @@ static struct weft_tsd_value *slot(struct weft_thread *t, unsigned key,
 		struct weft_tsd_value **nb;
 		size_t n = b + 1 > 2 * t->tsd_nblocks ? b + 1 : 2 * t->tsd_nblocks;
 
+		struct weft_tsd_value **old = t->tsd_blocks;
+
 		if (!make)
 			return NULL;
-		nb = realloc(t->tsd_blocks, n * sizeof *nb);
+		/* Not realloc: the old array is freed only after the
+		   descriptor names the new one, so that a fork meanwhile
+		   never copies a descriptor naming freed memory
+		   (tsd_free_blocks). */
+		nb = malloc(n * sizeof *nb);
 		if (!nb)
 			return NULL;
+		if (t->tsd_nblocks)
+			memcpy(nb, old, t->tsd_nblocks * sizeof *nb);
 		memset(nb + t->tsd_nblocks, 0, (n - t->tsd_nblocks) * sizeof *nb);
-		t->tsd_blocks = nb;
-		t->tsd_nblocks = n;
+		__atomic_store_n(&t->tsd_blocks, nb, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->tsd_nblocks, n, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		free(old);
 	}
 	if (!t->tsd_blocks[b]) {
 		if (!make)
@@ -273,6 +283,28 @@ static void destructor_rounds(struct weft_thread *t)
 	}
 }
 
+/* Frees the value blocks of `t`, which is ours or gone: the descriptor
+   forgets them first.  A fork by another thread while an exiting
+   thread frees them copies the descriptor into the child, whose fork
+   handler frees the blocks of every thread it does not have
+   (core/fork.c); had the array still named blocks the parent had
+   freed, the child would free them a second time (seen under ASan:
+   t_tsd_threads, a double free in the child).  Forgotten first, what
+   the parent had not freed yet at the fork is only not freed in the
+   child. */
+void tsd_free_blocks(struct weft_thread *t)
+{
+	struct weft_tsd_value **blocks = t->tsd_blocks;
+	size_t n = t->tsd_nblocks;
+
+	__atomic_store_n(&t->tsd_nblocks, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->tsd_blocks, NULL, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (size_t b = 0; b < n; b++)
+		free(blocks[b]);
+	free(blocks);
+}
+
 /* At thread exit: the destructor rounds, then the value blocks go.
 
    A destructor may call pthread_exit.  The unwind ends it and this runs
@@ -288,11 +320,7 @@ void tsd_run_destructors(struct weft_thread *t)
 	if (!resumed || t->tsd_stored)
 		destructor_rounds(t);
 	t->tsd_destroying = 0;
-	for (size_t b = 0; b < t->tsd_nblocks; b++)
-		free(t->tsd_blocks[b]);
-	free(t->tsd_blocks);
-	t->tsd_blocks = NULL;
-	t->tsd_nblocks = 0;
+	tsd_free_blocks(t);
 }
 
 void tsd_reset_in_child(void)
