@@ -205,7 +205,7 @@ static struct weft_tsd_value *slot(struct weft_thread *t, unsigned key,
 		memset(nb + t->tsd_nblocks, 0, (n - t->tsd_nblocks) * sizeof *nb);
 		__atomic_store_n(&t->tsd_blocks, nb, __ATOMIC_RELAXED);
 		__atomic_store_n(&t->tsd_nblocks, n, __ATOMIC_RELAXED);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_RELEASE); /* before free's own stores */
 		free(old);
 	}
 	if (!t->tsd_blocks[b]) {
@@ -299,7 +299,7 @@ void tsd_free_blocks(struct weft_thread *t)
 
 	__atomic_store_n(&t->tsd_nblocks, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->tsd_blocks, NULL, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* before free's own stores */
 	for (size_t b = 0; b < n; b++)
 		free(blocks[b]);
 	free(blocks);
