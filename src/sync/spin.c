@@ -8,8 +8,13 @@
    Note that zero-filled memory is therefore a *held* lock, as in glibc:
    pthread_spin_init is required.
 
-   weft takes the lock with a compare-and-swap of a positive value to 0,
-   tried only when the word looks free, so waiters spin on a cached line
+   weft takes the lock with a compare-and-swap of a positive value to 0.
+   The first try is that compare-and-swap alone, as glibc's `lock decl`
+   is: a load before it would fetch the line shared and the CAS fetch it
+   again to own it, two transfers from the holder's CPU where one does
+   (two threads taking turns at one lock ran at 0.70x glibc with the
+   load, bench/RESULTS.md 2026-11-29-pairs).  A waiter then retries
+   only when the word looks free, so waiters spin on a cached line
    instead of bouncing it (test-and-test-and-set).  This mixes safely
    with glibc's decrementing lockers: whichever atomic operation reaches
    the positive value first owns the lock, the other sees <= 0.
@@ -28,12 +33,19 @@
 #define SPIN_FREE 1
 #define SPIN_BEFORE_YIELD 4096
 
+/* Takes the lock if the word is `v` (> 0); else `v` is the word now. */
+static inline int take_from(pthread_spinlock_t *l, int *v)
+{
+	return __atomic_compare_exchange_n(l, v, 0, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+/* One try, for a word that is free as unlock and init leave it. */
 static inline int try_take(pthread_spinlock_t *l)
 {
-	int v = __atomic_load_n(l, __ATOMIC_RELAXED);
+	int v = SPIN_FREE;
 
-	return v > 0 && __atomic_compare_exchange_n(l, &v, 0, 0, __ATOMIC_ACQUIRE,
-						    __ATOMIC_RELAXED);
+	return take_from(l, &v);
 }
 
 void spin_init(pthread_spinlock_t *l)
@@ -45,13 +57,18 @@ static void spin_wait(pthread_spinlock_t *l)
 {
 	unsigned n = 0;
 
-	while (!try_take(l)) {
-		while (__atomic_load_n(l, __ATOMIC_RELAXED) <= 0) {
-			arch_spin_pause();
-			if (++n >= SPIN_BEFORE_YIELD) {
-				sys_call0(SYS_sched_yield);
-				n = 0;
-			}
+	for (;;) {
+		int v = __atomic_load_n(l, __ATOMIC_RELAXED);
+
+		if (v > 0) {
+			if (take_from(l, &v))
+				return;
+			continue;
+		}
+		arch_spin_pause();
+		if (++n >= SPIN_BEFORE_YIELD) {
+			sys_call0(SYS_sched_yield);
+			n = 0;
 		}
 	}
 }
