@@ -1,5 +1,6 @@
 /* The per-thread spin decision (see spin_policy.h). */
 #include <sched.h>
+#include <time.h>
 #include "kernel/sched.h"
 #include "spin_policy.h"
 
@@ -38,4 +39,25 @@ int spin_policy_refresh(void)
 	weft_spin_policy.left = SPIN_POLICY_RECHECK;
 	weft_spin_policy.gen = gen;
 	return weft_spin_policy.may_spin;
+}
+
+static long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* spin_look's look at the holder and the clock. */
+long spin_look_now(const int *holder, long *start)
+{
+	long now;
+
+	if (!runstate_may_run(__atomic_load_n(holder, __ATOMIC_RELAXED)))
+		return -1;
+	now = now_ns();
+	if (!*start)
+		*start = now;
+	return now - *start < SPIN_NS ? now - *start : -1;
 }

@@ -19,6 +19,7 @@
 #ifndef WEFT_CORE_SPIN_POLICY_H
 #define WEFT_CORE_SPIN_POLICY_H
 
+#include "arch/syscall_arch.h"
 #include "runstate.h"
 
 #define SPIN_POLICY_RECHECK 1024
@@ -61,6 +62,76 @@ static inline int spin_worthwhile(void)
 static inline int spin_worthwhile_for(int holder)
 {
 	return spin_worthwhile() || runstate_runs_elsewhere(holder);
+}
+
+/* How long a waiter spins at most before it sleeps.  A short critical
+   section of a running holder is likely to end within it, and a sleep
+   plus a wake-up costs two system calls and a context switch (3-10 us
+   on the 2-CPU VM of bench/RESULTS.md); spinning longer than that only
+   burns a CPU.  Counted in time, not in pauses: a pause takes 10 to 140
+   cycles on x86 CPUs, and 75 ns on that VM's AMD EPYC (where the 100
+   pauses weft spun before were 7.5 us, longer than a sleep). */
+#ifndef SPIN_NS
+#define SPIN_NS 2000
+#endif
+
+/* How long a mutex spinner waits before it marks the word as slept on,
+   so that the holder's release takes its slow path (a futex wake) and
+   the spinner gets in meanwhile (sync/mutex.c, spin). */
+#ifndef SPIN_MARK_NS
+#define SPIN_MARK_NS 500
+#endif
+
+/* A spinner pauses 1, 2, 4 ... and at most 2^SPIN_BACKOFF_MAX times
+   between two looks at the lock.  A look fetches the lock's cache line
+   from the holder's CPU, and the holder's next atomic operation on it
+   must fetch it back: looking at every pause made two threads taking
+   turns at a lock hand it over about twice as often as glibc, each
+   hand-over a transfer of the lock's and the critical section's lines,
+   and ran at 0.62-0.67x glibc's speed on a write lock pinned one thread
+   to a CPU (0.9x on a mutex).  With the backoff: 1.0-1.5x
+   (bench/RESULTS.md, 2026-11-29-pairs).  glibc's adaptive mutex backs
+   off the same way since 2.35. */
+#define SPIN_BACKOFF_MAX 4
+
+/* A spin in progress (spin_round); zero to start. */
+struct spin {
+	unsigned round;
+	long start; /* clock at the first look, 0 before */
+	long spun;  /* ns spun as of the last look */
+};
+
+long spin_look_now(const int *holder, long *start);
+
+/* One round of a spin, after a look at the lock that did not get it:
+   -1 to stop spinning, else how long it has spun (as of the last look
+   at the clock).  Now and then (the first round, then every round once
+   the pauses are long) the holder, the tid in *holder (0: unknown), is
+   looked at: a spin goes on only while the holder may be running
+   (runstate.h: not asleep in a weft wait, not waiting for our own
+   CPU), and for at most SPIN_NS.  Then the round's pauses. */
+static inline long spin_round(struct spin *s, const int *holder)
+{
+	unsigned r = s->round++;
+
+	if ((r % 4 == 0 || r >= SPIN_BACKOFF_MAX) &&
+	    (s->spun = spin_look_now(holder, &s->start)) < 0)
+		return -1;
+	for (unsigned k = 1u << (r < SPIN_BACKOFF_MAX ? r : SPIN_BACKOFF_MAX);
+	     k; k--)
+		arch_spin_pause();
+	return s->spun;
+}
+
+/* Pause `i` of a spin without backoff (a waiter that watches a word
+   only it and the holder's release write): the same looks, every 4
+   pauses; -1 to stop, else how long it has spun. */
+static inline long spin_look(const int *holder, unsigned i, long *start,
+			     long spun)
+{
+	if (i % 4 != 0)
+		return spun;
+	return spin_look_now(holder, start);
 }
 
 /* After a thread of this process had its affinity changed. */

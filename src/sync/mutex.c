@@ -14,20 +14,6 @@
 #include "core/waitclock.h"
 #include "core/rt_hint.h"
 
-/* How long a waiter spins at most before it sleeps.  A short critical
-   section of a running holder is likely to end within it, and a sleep
-   plus a wake-up costs two system calls and a context switch (3-10 us
-   on the 2-CPU VM of bench/RESULTS.md); spinning longer than that only
-   burns a CPU.  Counted in time, not in pauses: a pause takes 10 to 140
-   cycles on x86 CPUs, and 75 ns on that VM's AMD EPYC (where the 100
-   pauses weft spun before were 7.5 us, longer than a sleep). */
-#define SPIN_NS 2000
-
-/* How long a spinner waits before it marks the word (spin). */
-#ifndef SPIN_MARK_NS
-#define SPIN_MARK_NS 500
-#endif
-
 /* A private-mutex waiter that has waited this long, in milliseconds
    since its first sleep, asks for a direct hand-off (the fairness
    rule; measured on core/waitclock.h's clock). */
@@ -44,14 +30,6 @@
    22-31 (modulo 1024). */
 #define NU_SLEEPER 1u
 #define NU_RT_SLEEPER (1u << 22)
-
-static long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
 
 /* Whether the calling thread runs under a real-time policy: the
    kernel's futex queue ranks it by priority, ahead of every SCHED_OTHER
@@ -151,27 +129,6 @@ static int take_or_mark(struct wmutex *w, int *sleep_on)
 	return 0;
 }
 
-/* Pause `i` of a spin: -1 to stop, else how long it has spun (as of
-   the last look).  Every few pauses the holder is looked at again (the
-   mutex may change hands, its holder go to sleep): a spin goes on only
-   while the holder may be running (core/runstate.h: not asleep in a
-   weft wait, not waiting for our own CPU), and for at most SPIN_NS
-   (*start: 0 before the first look). */
-static long spin_look(struct wmutex *w, unsigned i, long *start,
-		      long spun)
-{
-	long now;
-
-	if (i % 4 != 0)
-		return spun;
-	if (!runstate_may_run(__atomic_load_n(&w->owner, __ATOMIC_RELAXED)))
-		return -1;
-	now = now_ns();
-	if (!*start)
-		*start = now;
-	return now - *start < SPIN_NS ? now - *start : -1;
-}
-
 /* Marks the held word `v` of a private mutex as slept on, as a waiter
    about to sleep does, so that its release takes the slow path (spin).
    Not a process-shared one: there the mark (glibc's 2) would also end
@@ -182,9 +139,9 @@ static void mark_waited_for(struct wmutex *w, int v)
 		cas(&w->lock, v, v | LW_SLEEPERS);
 }
 
-/* Spins while that can pay (spin_look) and nobody sleeps on the
-   mutex (a newcomer must not jump their queue).  1 when it took the
-   word.
+/* Spins while that can pay (spin_round, with its backoff) and nobody
+   sleeps on the mutex (a newcomer must not jump their queue).  1 when
+   it took the word.
 
    A spinner that has not got the word within SPIN_MARK_NS marks it as
    slept on.  A holder that takes the mutex again right after its
@@ -198,20 +155,21 @@ static void mark_waited_for(struct wmutex *w, int v)
    2026-11-28-s29). */
 static int spin(struct wmutex *w)
 {
-	long start = 0, spun = 0;
+	struct spin s = { 0 };
 	int marked = 0;
+	long spun;
 
-	for (unsigned i = 0;; i++) {
+	for (;;) {
 		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 		if (v == 0 && cas(&w->lock, 0, LW_HELD))
 			return 1;
-		if (has_sleepers(w) || (spun = spin_look(w, i, &start, spun)) < 0)
+		if (has_sleepers(w) || (spun = spin_round(&s, &w->owner)) < 0)
 			return 0;
 		if (!marked && spun >= SPIN_MARK_NS) {
-			mark_waited_for(w, v);
+			mark_waited_for(w, __atomic_load_n(&w->lock,
+							   __ATOMIC_RELAXED));
 			marked = 1;
 		}
-		arch_spin_pause();
 	}
 }
 
@@ -228,7 +186,7 @@ static void await_handoff_running(struct wmutex *w, int tag)
 		return;
 	for (unsigned i = 0;
 	     __atomic_load_n(&w->handoff, __ATOMIC_ACQUIRE) == tag &&
-	     (spun = spin_look(w, i, &start, spun)) >= 0;
+	     (spun = spin_look(&w->owner, i, &start, spun)) >= 0;
 	     i++)
 		arch_spin_pause();
 }
