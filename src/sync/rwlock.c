@@ -109,10 +109,6 @@
 /* Futex bitsets of the two kinds of sleepers. */
 #define BITS_RD 1u
 #define BITS_WR 2u
-/* Brief spin before sleeping: a lock held for a few hundred cycles is
-   cheaper to wait for than to sleep on (two system calls). */
-#define RW_SPIN 100
-
 _Static_assert(sizeof(struct weft_rwlock) <= sizeof(pthread_rwlock_t),
 	       "weft_rwlock does not fit");
 _Static_assert(_Alignof(pthread_rwlock_t) >= _Alignof(uint64_t),
@@ -325,6 +321,37 @@ static int wr_try(struct weft_rwlock *l)
 	return 0;
 }
 
+/* A try as a reader (kind SLEEP_RD; `me` as for rd_try) or a writer
+   (SLEEP_WR) on the word `w` just read: 0, EBUSY or EAGAIN. */
+static int try_as(struct weft_rwlock *l, uint64_t w, uint64_t kind, int *me)
+{
+	if (kind == SLEEP_WR)
+		return held(w) ? EBUSY : wr_try(l);
+	return rd_blocked(l, state_of(w), me) ? EBUSY : rd_try(l, me);
+}
+
+/* Before a waiter sleeps, it spins and tries as the mutex does
+   (core/spin_policy.h): when this thread may run on two CPUs, or the
+   writer holding the lock runs on another CPU than ours (threads pinned
+   one to a CPU each), while the holder may run, for at most SPIN_NS,
+   with the backoff between looks.  A read-held lock has no holder to
+   look at (owner_tid 0): the spin is bounded by time only.  Returns
+   what the last try gave: 0 (taken), EBUSY (go to sleep), EAGAIN. */
+static int spin_then_try(struct weft_rwlock *l, uint64_t kind, int *me)
+{
+	struct spin s = { 0 };
+
+	if (!spin_worthwhile_for(__atomic_load_n(&l->owner_tid,
+						 __ATOMIC_RELAXED)))
+		return EBUSY;
+	for (;;) {
+		int r = try_as(l, LD(&l->word), kind, me);
+
+		if (r != EBUSY || spin_round(&s, &l->owner_tid) < 0)
+			return r;
+	}
+}
+
 static int rd_slow(struct weft_rwlock *l, clockid_t clock,
 		   const struct timespec *abstime, int *me)
 {
@@ -332,12 +359,8 @@ static int rd_slow(struct weft_rwlock *l, clockid_t clock,
 	uint32_t left;
 	int r;
 
-	for (int i = spin_worthwhile() ? 0 : RW_SPIN; i < RW_SPIN; i++) {
-		arch_spin_pause();
-		if (!rd_blocked(l, state_of(LD(&l->word)), me) &&
-		    (r = rd_try(l, me)) != EBUSY)
-			return r;
-	}
+	if ((r = spin_then_try(l, SLEEP_RD, me)) != EBUSY)
+		return r;
 	my_prio(me);
 	__atomic_fetch_add(&l->rd_waiters, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
@@ -426,11 +449,8 @@ static int wr_slow(struct weft_rwlock *l, clockid_t clock,
 	uint32_t left;
 	int r, me;
 
-	for (int i = spin_worthwhile() ? 0 : RW_SPIN; i < RW_SPIN; i++) {
-		arch_spin_pause();
-		if (held(LD(&l->word)) == 0 && wr_try(l) == 0)
-			return 0;
-	}
+	if (spin_then_try(l, SLEEP_WR, NULL) == 0)
+		return 0;
 	me = self_rt_prio();
 	__atomic_fetch_add(&l->wr_waiters, 1, __ATOMIC_SEQ_CST);
 	if (me > 0)
