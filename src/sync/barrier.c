@@ -17,7 +17,19 @@
    pthread_barrier_destroy waits until `out` has counted every ticket
    taken, so destroying (and freeing) the barrier right after one's own
    wait returned is safe.  It fails with EBUSY while a round is
-   incomplete, i.e. while threads are blocked in it. */
+   incomplete, i.e. while threads are blocked in it.
+
+   Waiting: a waiter spins on `round` before it sleeps, as a mutex
+   waiter does (core/spin_policy.h), when that can pay: when it may run
+   on two or more CPUs, or when the thread that completed the last round
+   (`completer`) is awake on another CPU than its own.  The last
+   arrivals are what a waiter waits for, and the completer is the one
+   participant known by name; threads pinned one to a CPU each (where
+   the affinity rule alone never spins) then meet without a sleep and
+   a wake-up.  Two such threads meeting at a barrier in a loop slept in
+   nearly every round, twice as often as with glibc (whose path to its
+   sleep is longer), and ran at 0.85x glibc (bench/RESULTS.md,
+   2026-11-29-pairs). */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -25,11 +37,11 @@
 #include "arch/syscall_arch.h"
 #include "kernel/futex.h"
 #include "core/spin_policy.h"
+#include "host/tid.h"
 #include "barrier.h"
 
 #define BAR_DESTROYER 1u
 #define BAR_LEAVER 2u
-#define BAR_SPIN 100
 
 struct weft_barrier {
 	uint64_t in;	/* tickets taken */
@@ -37,6 +49,7 @@ struct weft_barrier {
 	uint32_t count;
 	uint32_t out; /* 2 * tickets whose holder left, | BAR_DESTROYER */
 	int shared;
+	int completer; /* tid of the thread that completed the last round */
 };
 _Static_assert(sizeof(struct weft_barrier) <= sizeof(pthread_barrier_t),
 	       "weft_barrier does not fit");
@@ -60,18 +73,33 @@ int barrier_init(pthread_barrier_t *b, unsigned count, int pshared)
 }
 
 /* Sleep until round `target` (mod 2^32) has been completed. */
+static int round_passed(struct weft_barrier *w, uint32_t target, uint32_t *r)
+{
+	*r = __atomic_load_n(&w->round, __ATOMIC_ACQUIRE);
+	return (int32_t)(*r - target) >= 0;
+}
+
+/* Sleep until round `target` (mod 2^32) has been completed; spin first
+   when that can pay (above).  Only the last arrival writes `round`, so
+   the spin looks at every pause, without backoff.  A completer that is
+   the caller itself names nobody to wait for: 0, unknown.  It changes
+   only when the round is complete, which ends the wait: one read. */
 static void wait_round(struct weft_barrier *w, uint32_t target, int priv)
 {
+	int other = __atomic_load_n(&w->completer, __ATOMIC_RELAXED);
+	long start = 0, spun = 0;
 	uint32_t r;
 
-	for (int i = spin_worthwhile() ? 0 : BAR_SPIN; i < BAR_SPIN; i++) {
-		if ((int32_t)(__atomic_load_n(&w->round, __ATOMIC_ACQUIRE) -
-			      target) >= 0)
-			return;
-		arch_spin_pause();
-	}
-	while ((int32_t)((r = __atomic_load_n(&w->round, __ATOMIC_ACQUIRE)) -
-			 target) < 0)
+	if (other == host_self_tid())
+		other = 0;
+	if (spin_worthwhile_for(other))
+		for (unsigned i = 0;
+		     (spun = spin_look(&other, i, &start, spun)) >= 0; i++) {
+			if (round_passed(w, target, &r))
+				return;
+			arch_spin_pause();
+		}
+	while (!round_passed(w, target, &r))
 		futex_wait((volatile int *)&w->round, (int)r, priv);
 }
 
@@ -88,6 +116,8 @@ int barrier_wait(pthread_barrier_t *b)
 	t = __atomic_fetch_add(&w->in, 1, __ATOMIC_ACQ_REL);
 
 	if (t % count == count - 1) {
+		__atomic_store_n(&w->completer, host_self_tid(),
+				 __ATOMIC_RELAXED);
 		__atomic_fetch_add(&w->round, 1, __ATOMIC_RELEASE);
 		futex_wake((volatile int *)&w->round, INT_MAX, priv);
 		ret = PTHREAD_BARRIER_SERIAL_THREAD;
