@@ -30,29 +30,9 @@
 #include "kernel/syscall.h"
 #include "spin.h"
 
-#define SPIN_FREE 1
 #define SPIN_BEFORE_YIELD 4096
 
-/* Takes the lock if the word is `v` (> 0); else `v` is the word now. */
-static inline int take_from(pthread_spinlock_t *l, int *v)
-{
-	return __atomic_compare_exchange_n(l, v, 0, 0, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
-}
-
-/* One try, for a word that is free as unlock and init leave it. */
-static inline int try_take(pthread_spinlock_t *l)
-{
-	int v = SPIN_FREE;
-
-	return take_from(l, &v);
-}
-
-void spin_init(pthread_spinlock_t *l)
-{
-	__atomic_store_n(l, SPIN_FREE, __ATOMIC_RELEASE);
-}
-
+/* After a failed first try (spin_lock, spin.h). */
 static void spin_wait(pthread_spinlock_t *l)
 {
 	unsigned n = 0;
@@ -61,7 +41,7 @@ static void spin_wait(pthread_spinlock_t *l)
 		int v = __atomic_load_n(l, __ATOMIC_RELAXED);
 
 		if (v > 0) {
-			if (take_from(l, &v))
+			if (spin_take_from(l, &v))
 				return;
 			continue;
 		}
@@ -75,29 +55,15 @@ static void spin_wait(pthread_spinlock_t *l)
 
 /* A first attempt that fails is a contention: timed and recorded with
    WEFT_STATS on (src/core/stats.h). */
-int spin_lock(pthread_spinlock_t *l)
+void spin_lock_wait(pthread_spinlock_t *l)
 {
 	long t0;
 
-	if (__builtin_expect(try_take(l), 1))
-		return 0;
 	if (!stats_enabled()) {
 		spin_wait(l);
-		return 0;
+		return;
 	}
 	t0 = stats_now();
 	spin_wait(l);
 	lockstat_record(l, LS_SPIN, t0);
-	return 0;
-}
-
-int spin_trylock(pthread_spinlock_t *l)
-{
-	return try_take(l) ? 0 : EBUSY;
-}
-
-int spin_unlock(pthread_spinlock_t *l)
-{
-	__atomic_store_n(l, SPIN_FREE, __ATOMIC_RELEASE);
-	return 0;
 }
