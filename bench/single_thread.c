@@ -4,7 +4,7 @@
  *   single_thread [-m WHAT] [-n N] [-f F] [-s S]
  *   single_thread -x          exit at once (the child of `start`)
  *
- * WHAT: mutex, malloc, fork, spawn, start, rdlock, wrlock, signal,
+ * WHAT: mutex, malloc, fork, spawn, start, rdlock, wrlock, spin, signal,
  * broadcast, once, getspecific, setspecific or all (default all); the
  * RESULT line has the WHAT_ns or WHAT_us figures of the ones run.
  *
@@ -15,6 +15,7 @@
  *   malloc  malloc(32) + free (ns a pair, best of 5 batches of N)
  *   rdlock, wrlock  pthread_rwlock_rdlock (wrlock) + unlock of a default
  *           rwlock (ns a pair, best of 5 batches of N)
+ *   spin    pthread_spin_lock + unlock (ns a pair, best of 5 batches of N)
  *   signal, broadcast  pthread_cond_signal (broadcast) of a condvar
  *           nobody waits on (ns a call, best of 5 batches of N)
  *   once    pthread_once of a routine that has run (ns a call, ...)
@@ -47,6 +48,7 @@ static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
+static pthread_spinlock_t sl;
 static int once_runs;
 
 static void op_mutex(long n)
@@ -73,6 +75,14 @@ static void op_wrlock(long n)
 	}
 }
 
+static void op_spin(long n)
+{
+	for (long i = 0; i < n; i++) {
+		pthread_spin_lock(&sl);
+		pthread_spin_unlock(&sl);
+	}
+}
+
 static void op_signal(long n)
 {
 	for (long i = 0; i < n; i++)
@@ -93,7 +103,8 @@ static void once_routine(void)
 static void op_once(long n)
 {
 	for (long i = 0; i < n; i++)
-		pthread_once(&once, once_routine);
+		pthread_spin_init(&sl, PTHREAD_PROCESS_PRIVATE);
+	pthread_once(&once, once_routine);
 }
 
 static void op_getspecific(long n)
@@ -202,6 +213,7 @@ static const struct {
 	void (*op)(long);
 } fast[] = {
 	{"rdlock", op_rdlock},		{"wrlock", op_wrlock},
+	{"spin", op_spin},
 	{"signal", op_signal},		{"broadcast", op_broadcast},
 	{"once", op_once},		{"getspecific", op_getspecific},
 	{"setspecific", op_setspecific},
@@ -240,6 +252,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	pthread_spin_init(&sl, PTHREAD_PROCESS_PRIVATE);
 	pthread_once(&once, once_routine);
 	if (pthread_key_create(&key, NULL) || once_runs != 1)
 		bench_die("pthread_key_create or pthread_once", EINVAL);

@@ -15,8 +15,12 @@
  * -l rwlock guards each region with a rwlock taken for writing instead
  * (the same layout: the lock, then the region's counters).
  *
+ * -s spreads the threads: thread i is pinned to the (i mod n)-th of the n
+ * CPUs the process may use, as programs that pin one worker to each CPU
+ * do (with one CPU it changes nothing).
+ *
  * Usage: sync_contention [-t threads] [-k regions] [-e total entries] [-w work]
- *                        [-l mutex|rwlock]
+ *                        [-l mutex|rwlock] [-s]
  */
 #include "sync_common.h"
 
@@ -34,17 +38,37 @@ struct rwregion {
 	char pad[64];
 };
 
-static int nthreads = 32, nregions = 8, inner = 50, use_rw;
+static int nthreads = 32, nregions = 8, inner = 50, use_rw, spread;
+static cpu_set_t usable; /* -s: the CPUs to spread over */
 static long total = 50000;
 static struct region *regions;
 static struct rwregion *rwregions;
 static struct sync_gate gate;
+
+/* -s: pins the calling thread, number `id`, to the (id mod n)-th
+   usable CPU. */
+static void spread_self(int id)
+{
+	int n = CPU_COUNT(&usable), k = id % n;
+	cpu_set_t one;
+
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &usable) || k-- > 0)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		SYNC_OK(pthread_setaffinity_np(pthread_self(), sizeof one, &one));
+		return;
+	}
+}
 
 static void *contender(void *arg)
 {
 	int id = (int)(intptr_t)arg;
 	long mine = total / nthreads + (id < total % nthreads ? 1 : 0);
 	int r = id % nregions;
+	if (spread)
+		spread_self(id);
 	sync_gate_pass(&gate);
 	for (long e = 0; e < mine; e++) {
 		struct region *g = &regions[r];
@@ -64,6 +88,8 @@ static void *rw_contender(void *arg)
 	int id = (int)(intptr_t)arg;
 	long mine = total / nthreads + (id < total % nthreads ? 1 : 0);
 	int r = id % nregions;
+	if (spread)
+		spread_self(id);
 	sync_gate_pass(&gate);
 	for (long e = 0; e < mine; e++) {
 		struct rwregion *g = &rwregions[r];
@@ -81,12 +107,13 @@ static void *rw_contender(void *arg)
 int main(int argc, char **argv)
 {
 	int opt;
-	while ((opt = getopt(argc, argv, "t:k:e:w:l:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:k:e:w:l:sh")) != -1) {
 		switch (opt) {
 		case 't': nthreads = (int)bench_arg_long("-t", optarg); break;
 		case 'k': nregions = (int)bench_arg_long("-k", optarg); break;
 		case 'e': total = bench_arg_long("-e", optarg); break;
 		case 'w': inner = (int)bench_arg_long("-w", optarg); break;
+		case 's': spread = 1; break;
 		case 'l':
 			if (strcmp(optarg, "rwlock") == 0)
 				use_rw = 1;
@@ -99,6 +126,8 @@ int main(int argc, char **argv)
 	if (optind != argc || nthreads < 1 || nthreads > 10000 || nregions < 1 ||
 	    nregions > 1000000 || total < nthreads)
 		goto usage;
+	if (spread && sched_getaffinity(0, sizeof usable, &usable) != 0)
+		bench_die("sched_getaffinity", errno);
 	regions = calloc((size_t)nregions, sizeof *regions);
 	rwregions = calloc((size_t)nregions, sizeof *rwregions);
 	pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
@@ -137,9 +166,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("RESULT bench=contention variant=%sK%d metric=sec threads=%d regions=%d "
-	       "entries=%ld work=%d sec=%.6f us_per_entry=%.4f",
-	       use_rw ? "rw" : "", nregions, nthreads, nregions, total, inner, sec,
-	       sec * 1e6 / (double)total);
+	       "entries=%ld work=%d spread=%d sec=%.6f us_per_entry=%.4f",
+	       use_rw ? "rw" : "", nregions, nthreads, nregions, total, inner, spread,
+	       sec, sec * 1e6 / (double)total);
 	static const char *const libs[] = { "pthread_mutex_lock", "pthread_mutex_unlock",
 					     "pthread_create", NULL };
 	static const char *const rwlibs[] = { "pthread_rwlock_wrlock", "pthread_rwlock_unlock",
@@ -150,6 +179,6 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s [-t threads] [-k regions] [-e total entries] [-w work]"
-		" [-l mutex|rwlock]\n", argv[0]);
+		" [-l mutex|rwlock] [-s]\n", argv[0]);
 	return 2;
 }

@@ -313,7 +313,7 @@ def build_plan(opt, S):
             add(Config("tsd", m, "tsd_cancel", ["-n", S["tsd_n"]], f"{m}_ns", False, pin,
                        work=S["tsd_n"]))
         for m, unit in (("mutex", "ns"), ("malloc", "ns"), ("rdlock", "ns"), ("wrlock", "ns"),
-                        ("signal", "ns"), ("broadcast", "ns"), ("once", "ns"),
+                        ("spin", "ns"), ("signal", "ns"), ("broadcast", "ns"), ("once", "ns"),
                         ("getspecific", "ns"), ("setspecific", "ns"), ("fork", "us"),
                         ("spawn", "us"), ("start", "us")):
             st_args = ["-m", m, "-n", S["st_n"], "-f", S["st_forks"], "-s", S["st_starts"]]
@@ -337,6 +337,20 @@ def build_plan(opt, S):
             add(Config("contention", f"T{T}-K1", "sync_contention",
                        ["-t", T, "-k", 1, "-e", S["contention_e"]], "sec", False, pin,
                        work=S["contention_e"]))
+        # The same with write locks of a rwlock (its spin as the mutex's,
+        # 2026-11-29-pairs); and two threads pinned one to a CPU each
+        # (-s), where the affinity rule alone never spins: unpinned runs
+        # only (pinned to cpu0 the spread is one CPU, the row above).
+        for T in (2, 4):
+            add(Config("contention", f"rw-T{T}-K1", "sync_contention",
+                       ["-l", "rwlock", "-t", T, "-k", 1, "-e", S["contention_e"]], "sec",
+                       False, pin, work=S["contention_e"]))
+        if pin == "unpinned":
+            for lock in ("mutex", "rwlock"):
+                add(Config("contention", f"{'rw-' if lock == 'rwlock' else ''}T2-K1-spread",
+                           "sync_contention", ["-l", lock, "-s", "-t", 2, "-k", 1, "-e",
+                                               S["contention_e"]], "sec", False, pin,
+                           work=S["contention_e"]))
     for c in latency_plan(opt, S):
         add(c)
     return plan
