@@ -88,10 +88,11 @@ static inline int spin_worthwhile_for(int holder)
    must fetch it back: looking at every pause made two threads taking
    turns at a lock hand it over about twice as often as glibc, each
    hand-over a transfer of the lock's and the critical section's lines,
-   and ran at 0.62-0.67x glibc's speed on a write lock pinned one thread
-   to a CPU (0.9x on a mutex).  With the backoff: 1.0-1.5x
-   (bench/RESULTS.md, 2026-11-29-pairs).  glibc's adaptive mutex backs
-   off the same way since 2.35. */
+   and ran at 0.87-0.94x glibc's speed on a write lock with one thread
+   pinned to each CPU (0.78-1.01x on a mutex).  With the backoff:
+   1.3-1.7x and 0.94-1.48x (bench/RESULTS.md, 2026-11-29-pairs).
+   glibc 2.36's adaptive mutex (PTHREAD_MUTEX_ADAPTIVE_NP) backs off
+   the same way, with jitter. */
 #define SPIN_BACKOFF_MAX 4
 
 /* A spin in progress (spin_round); zero to start. */

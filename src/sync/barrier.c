@@ -72,7 +72,8 @@ int barrier_init(pthread_barrier_t *b, unsigned count, int pshared)
 	return 0;
 }
 
-/* Sleep until round `target` (mod 2^32) has been completed. */
+/* Whether round `target` (mod 2^32) has been completed; *r: `round` as
+   read. */
 static int round_passed(struct weft_barrier *w, uint32_t target, uint32_t *r)
 {
 	*r = __atomic_load_n(&w->round, __ATOMIC_ACQUIRE);
