@@ -9,11 +9,12 @@
    pthread_spin_init is required.
 
    weft takes the lock with a compare-and-swap of a positive value to 0.
-   The first try is that compare-and-swap alone, as glibc's `lock decl`
-   is: a load before it would fetch the line shared and the CAS fetch it
-   again to own it, two transfers from the holder's CPU where one does
-   (two threads taking turns at one lock ran at 0.70x glibc with the
-   load, bench/RESULTS.md 2026-11-29-pairs).  A waiter then retries
+   The first try is the compare-and-swap of 1 alone, as glibc's trylock
+   (its lock is a `lock decl`): a load before it would fetch a contended
+   line shared and the CAS fetch it again to own it, two transfers where
+   one does.  (Two threads taking turns at one spin lock could not tell
+   the difference: that pattern's speed swings with nanoseconds of code
+   layout, bench/RESULTS.md 2026-11-29-pairs.)  A waiter then retries
    only when the word looks free, so waiters spin on a cached line
    instead of bouncing it (test-and-test-and-set).  This mixes safely
    with glibc's decrementing lockers: whichever atomic operation reaches

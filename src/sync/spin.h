@@ -1,10 +1,11 @@
 /* Spin locks (pthread_spinlock_t); see spin.c.  The paths that do not
-   wait are inline in the exported functions: a pair of these calls is a
-   few instructions, and the wrapper around them (is weft serving?) cost
-   two loads and a jump each, up to 8% of a lock and unlock that two
-   threads take turns at (bench/RESULTS.md, 2026-11-29-pairs).  They need
-   no start-up and no thread state: the encoding is glibc's, so they are
-   right whether or not weft serves the process's other calls. */
+   wait are inline in the exported functions: a lock and unlock is a few
+   instructions, and the wrapper around them (is weft serving?) cost two
+   loads and a jump each, a lock and unlock in one thread 0.83x glibc's
+   speed against 1.00x without (bench/RESULTS.md, 2026-11-29-pairs).
+   They need no start-up and no thread state: the encoding is glibc's,
+   so they are right whether or not weft serves the process's other
+   calls. */
 #ifndef WEFT_SYNC_SPIN_H
 #define WEFT_SYNC_SPIN_H
 
