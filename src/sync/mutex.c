@@ -139,65 +139,50 @@ static void mark_waited_for(struct wmutex *w, int v)
 		cas(&w->lock, v, v | LW_SLEEPERS);
 }
 
-/* Spins while that can pay (spin_round, with its backoff) and nobody
-   sleeps on the mutex (a newcomer must not jump their queue).  1 when
-   it took the word.
+/* Spins while that can pay (spin_round, with its backoff); 1 when it
+   took the word.  The caller has checked spin_worthwhile_for.
 
-   A spinner that has not got the word within SPIN_MARK_NS marks it as
-   slept on.  A holder that takes the mutex again right after its
-   release (a loop around a short critical section) otherwise wins
-   nearly every time: its CPU holds the word's cache line, and the
-   spinner's read of the free word arrives after the holder's next CAS.
-   The mark sends that release down the slow path (a futex wake that
-   finds nobody asleep), and meanwhile the spinner takes the word.
-   With two threads each taking one mutex in a loop, weft ran at
-   0.3-0.5x glibc without the mark and 1.1-1.4x with it (bench/RESULTS.md,
-   2026-11-28-s29). */
-static int spin(struct wmutex *w)
+   A newcomer spins only while nobody sleeps on the mutex (it must not
+   jump their queue), and after SPIN_MARK_NS it marks the word as slept
+   on.  A holder that takes the mutex again right after its release (a
+   loop around a short critical section) otherwise wins nearly every
+   time: its CPU holds the word's cache line, and the spinner's read of
+   the free word arrives after the holder's next CAS.  The mark sends
+   that release down the slow path (a futex wake that finds nobody
+   asleep), and meanwhile the spinner takes the word.  With two threads
+   each taking one mutex in a loop, weft ran at 0.3-0.5x glibc without
+   the mark and 1.1-1.4x with it (bench/RESULTS.md, 2026-11-28-s29).
+
+   A waiter whose futex_wait found the word changed (EAGAIN; !newcomer)
+   spins again instead of marking and calling again: the holder released
+   the mutex between our mark and the kernel's look, and most likely
+   took it back at once, so another call only repeats that.  With more
+   threads than CPUs and a short critical section nearly every wait
+   (711,557 of 712,489 in a 2,000,000-entry run of `sync_contention -t
+   32 -k 1`) failed so, each one making the holder's release a FUTEX_WAKE
+   for nobody, and weft ran at 0.71-0.79x glibc (2026-11-29-pairs).  It
+   spins behind sleepers too and does not mark (its next take_or_mark
+   does).  It took no wake-up (EAGAIN consumed none), so a plain CAS
+   0 -> HELD is the newcomer's take, and the sleepers' bit is left to
+   whoever was woken. */
+static int spin(struct wmutex *w, int newcomer)
 {
 	struct spin s = { 0 };
-	int marked = 0;
+	int marked = !newcomer;
 	long spun;
 
 	for (;;) {
 		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 		if (v == 0 && cas(&w->lock, 0, LW_HELD))
 			return 1;
-		if (has_sleepers(w) || (spun = spin_round(&s, &w->owner)) < 0)
+		if ((newcomer && has_sleepers(w)) ||
+		    (spun = spin_round(&s, &w->owner)) < 0)
 			return 0;
 		if (!marked && spun >= SPIN_MARK_NS) {
 			mark_waited_for(w, __atomic_load_n(&w->lock,
 							   __ATOMIC_RELAXED));
 			marked = 1;
 		}
-	}
-}
-
-/* After a futex_wait that found the word changed (EAGAIN): the holder
-   released the mutex between our mark and the kernel's look, and most
-   likely took it back at once.  Marking and calling again only repeats
-   that: with more threads than CPUs and a short critical section,
-   nearly every wait (711,557 of 712,489 in a 2,000,000-entry run of
-   `sync_contention -t 32 -k 1`) failed so, each one making the
-   holder's release a FUTEX_WAKE for nobody, and weft ran at 0.71-0.79x
-   glibc.  So the waiter spins again instead, as a newcomer would but
-   behind sleepers too and without the mark (it marks again in its next
-   take_or_mark): while the holder runs, for at most SPIN_NS.  It took
-   no wake-up (EAGAIN consumed none), so a plain CAS 0 -> HELD is the
-   newcomer's take, and the sleepers' bit is left to whoever was woken.
-   1 when it took the word. */
-static int respin(struct wmutex *w)
-{
-	struct spin s = { 0 };
-
-	if (!spin_worthwhile_for(__atomic_load_n(&w->owner, __ATOMIC_RELAXED)))
-		return 0;
-	for (;;) {
-		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
-		if (v == 0 && cas(&w->lock, 0, LW_HELD))
-			return 1;
-		if (spin_round(&s, &w->owner) < 0)
-			return 0;
 	}
 }
 
@@ -287,7 +272,7 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 	if (!contended) {
 		if (spin_worthwhile_for(__atomic_load_n(&w->owner,
 							__ATOMIC_RELAXED)) &&
-		    spin(w))
+		    spin(w, 1))
 			return 0;
 	}
 	for (;;) {
@@ -317,7 +302,10 @@ static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 		sleepers_add(w, -1, rt);
 		if (r == -ETIMEDOUT || r == -EINVAL)
 			return (int)-r;
-		if (r == -EAGAIN && !contended && respin(w))
+		if (r == -EAGAIN && !contended &&
+		    spin_worthwhile_for(__atomic_load_n(&w->owner,
+							__ATOMIC_RELAXED)) &&
+		    spin(w, 0))
 			return 0;
 	}
 }
