@@ -20,6 +20,8 @@
 #include <weft.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 /* Weak so that the plain build links without libweft; LD_PRELOAD then
@@ -36,6 +38,34 @@ static int harness_failures;
    failed.  The reason is printed when it is noted and at the end. */
 #define HARNESS_SKIP 77
 static const char *harness_skipped __attribute__((unused));
+
+/* A hang (a lost wake-up) reported as a failure: after `seconds` of
+   SIGALRM the test prints what it expected and exits 1.  The message is
+   made at arming time, so the handler only writes it. */
+static inline char *harness_watchdog_msg(void)
+{
+	static char msg[200];
+	return msg;
+}
+
+static inline void harness_watchdog_fire(int sig)
+{
+	const char *msg = harness_watchdog_msg();
+
+	(void)sig;
+	if (write(2, msg, strlen(msg)) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+static inline void harness_watchdog(const char *test, int seconds)
+{
+	snprintf(harness_watchdog_msg(), 200,
+		 "%s: FAIL: expected every run done within %d s, got a hang "
+		 "(a lost wake-up?)\n", test, seconds);
+	signal(SIGALRM, harness_watchdog_fire);
+	alarm((unsigned)seconds);
+}
 
 static inline void harness_skip_part(const char *why)
 {

@@ -46,17 +46,6 @@ static enum pattern pattern;
 static int inner_work, pin_cpu[2];
 static long entries, rounds; /* this run's (fewer with the longer work) */
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "t_lock_pairs: FAIL: expected every run done "
-				  "within 60 s, got a hang (a lost wake-up?)\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof msg - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 static void work(int steps)
 {
 	for (volatile int k = 0; k < steps; k++)
@@ -221,8 +210,7 @@ int main(void)
 	REQUIRE_SERVED(pthread_rwlock_wrlock);
 	REQUIRE_SERVED(pthread_spin_lock);
 	REQUIRE_SERVED(pthread_barrier_wait);
-	signal(SIGALRM, on_alarm);
-	alarm(60);
+	harness_watchdog("t_lock_pairs", 60);
 	CHECK_EQ(pthread_spin_init(&sl, PTHREAD_PROCESS_PRIVATE), 0);
 	CHECK_EQ(pthread_barrier_init(&bar, NULL, 2), 0);
 	CHECK_EQ(sched_getaffinity(0, sizeof usable, &usable), 0);

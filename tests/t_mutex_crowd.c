@@ -35,17 +35,6 @@ static volatile int overlaps, timed_errors, unlock_errors;
 static pthread_barrier_t start;
 static struct timespec far_deadline;
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "t_mutex_crowd: FAIL: expected every run done "
-				  "within 60 s, got a hang (a lost wake-up?)\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof msg - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 static void *worker(void *arg)
 {
 	int timed = (int)(long)arg % 4 == 0;
@@ -112,8 +101,7 @@ int main(void)
 	WEFT_REQUIRE();
 	REQUIRE_SERVED(pthread_mutex_lock);
 	REQUIRE_SERVED(pthread_mutex_timedlock);
-	signal(SIGALRM, on_alarm);
-	alarm(60);
+	harness_watchdog("t_mutex_crowd", 60);
 	run("normal mutex", PTHREAD_MUTEX_NORMAL);
 	run("error-checking mutex", PTHREAD_MUTEX_ERRORCHECK);
 	TEST_DONE();

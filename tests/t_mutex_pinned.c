@@ -27,17 +27,6 @@ static volatile int inside, overlaps;
 static int inner_work, pin_cpu[2];
 static pthread_barrier_t start;
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "t_mutex_pinned: FAIL: expected both threads "
-				  "done within 60 s, got a hang (a lost wake-up?)\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof msg - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 static void *worker(void *arg)
 {
 	int me = (int)(long)arg;
@@ -97,8 +86,7 @@ int main(void)
 
 	WEFT_REQUIRE();
 	REQUIRE_SERVED(pthread_mutex_lock);
-	signal(SIGALRM, on_alarm);
-	alarm(60);
+	harness_watchdog("t_mutex_pinned", 60);
 	/* Short: the releasing thread takes the mutex back 50 loop steps
 	   later.  Longer: 10-20 us inside, beyond the 2 us spin. */
 	run("unpinned", -1, -1, 20);
