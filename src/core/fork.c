@@ -149,8 +149,8 @@ void core_fork_child(void)
 	stack_cache_reset_in_child();
 	tsd_reset_in_child();
 	registry_reset_in_child(self, drop_in_child);
-	if (weft_runstate_mine)
-		runstate_reset_in_child(sys_gettid(), weft_runstate_mine->cpu);
+	if (weft_runstate_self.slot)
+		runstate_reset_in_child(sys_gettid(), weft_runstate_self.slot->cpu);
 	else
 		runstate_reset_in_child(0, NULL);
 	if (self)
@@ -183,7 +183,7 @@ void core_fork_child(void)
 
 static void fork_register_now(void)
 {
-	struct runstate_slot *mine = weft_runstate_mine;
+	struct runstate_slot *mine = weft_runstate_self.slot;
 	int tid = sys_gettid();
 
 	/* A fork child of a process that adopted its thread before weft's

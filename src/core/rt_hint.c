@@ -8,9 +8,7 @@
 #define SCHED_DEADLINE 6
 #endif
 
-enum { HINT_UNKNOWN, HINT_OFF, HINT_ON };
-
-static int hint;
+int rt_hint_state;
 
 /* Every change weft sees moves the generation on; a thread keeps the
    priority it last asked the kernel for, with the generation it was
@@ -33,7 +31,7 @@ static int is_rt_policy(long policy)
 void rt_hint_note(int policy, int prio)
 {
 	if (is_rt_policy(policy) || (policy < 0 && prio > 0))
-		__atomic_store_n(&hint, HINT_ON, __ATOMIC_RELAXED);
+		__atomic_store_n(&rt_hint_state, RT_HINT_ON, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }
 
@@ -41,12 +39,12 @@ void rt_hint_note(int policy, int prio)
    policy (chrt), which its threads inherit.  A note meanwhile wins. */
 static int hint_now(void)
 {
-	int h = __atomic_load_n(&hint, __ATOMIC_RELAXED);
+	int h = __atomic_load_n(&rt_hint_state, __ATOMIC_RELAXED);
 
-	if (h == HINT_UNKNOWN) {
-		int v = is_rt_policy(sys_sched_getscheduler(0)) ? HINT_ON
-								: HINT_OFF;
-		if (!__atomic_compare_exchange_n(&hint, &h, v, 0,
+	if (h == RT_HINT_UNKNOWN) {
+		int v = is_rt_policy(sys_sched_getscheduler(0)) ? RT_HINT_ON
+								: RT_HINT_OFF;
+		if (!__atomic_compare_exchange_n(&rt_hint_state, &h, v, 0,
 						 __ATOMIC_RELAXED,
 						 __ATOMIC_RELAXED))
 			return h;
@@ -68,11 +66,11 @@ static int ask_kernel(void)
 	return 0;
 }
 
-int rt_hint_self_priority(void)
+int rt_hint_self_priority_slow(void)
 {
 	unsigned g;
 
-	if (hint_now() != HINT_ON)
+	if (hint_now() != RT_HINT_ON)
 		return 0;
 	g = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
 	if (!self_cache.valid || self_cache.generation != g) {

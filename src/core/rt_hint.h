@@ -17,10 +17,24 @@
    -1 with `prio` > 0: a priority is, under the thread's policy. */
 void rt_hint_note(int policy, int prio);
 
+/* The hint's state: RT_HINT_UNKNOWN until the first question. */
+enum { RT_HINT_UNKNOWN, RT_HINT_OFF, RT_HINT_ON };
+extern int rt_hint_state;
+
+int rt_hint_self_priority_slow(void);
+
 /* The calling thread's priority for queue order: its real-time
    priority (1..99), 100 under SCHED_DEADLINE, 0 otherwise or while the
    hint is off.  Asked of the kernel (one system call) the first time
-   and after each change weft sees; else the thread's cached answer. */
-int rt_hint_self_priority(void);
+   and after each change weft sees; else the thread's cached answer.
+   Inline for the answer of a program that never uses a real-time
+   policy: it is on the path of every contended lock. */
+static inline int rt_hint_self_priority(void)
+{
+	if (__builtin_expect(__atomic_load_n(&rt_hint_state, __ATOMIC_RELAXED) ==
+				     RT_HINT_OFF, 1))
+		return 0;
+	return rt_hint_self_priority_slow();
+}
 
 #endif

@@ -4,19 +4,17 @@
 #include "kernel/rseq.h"
 #include "runstate.h"
 
-/* Slots by thread id (a cache; powers of two).  Reader sections are
-   counted per CPU, so that spinners on different CPUs do not share a
-   counter; the unmapper sums them. */
-#define SLOTS 4096u
+/* Reader sections are counted per CPU, so that spinners on different
+   CPUs do not share a counter; the unmapper sums them. */
 #define SHARDS 64u
 
-static struct runstate_slot slots[SLOTS];
+struct runstate_slot weft_runstate_slots[RUNSTATE_SLOTS];
 static struct {
 	int open;
 	char pad[60];
 } readers[SHARDS] __attribute__((aligned(64)));
 
-__thread struct runstate_slot *weft_runstate_mine
+__thread struct runstate_self weft_runstate_self
 	__attribute__((tls_model("initial-exec")));
 
 /* Set by the first runstate_enter: until then the table is all zeros,
@@ -24,14 +22,9 @@ __thread struct runstate_slot *weft_runstate_mine
    wrote: 17 page faults in every child of a program with no thread). */
 static int slots_used;
 
-static struct runstate_slot *slot_of(int tid)
-{
-	return &slots[(unsigned)tid & (SLOTS - 1)];
-}
-
 void runstate_enter(int tid, const volatile uint32_t *cpu)
 {
-	struct runstate_slot *s = slot_of(tid);
+	struct runstate_slot *s = runstate_slot_of(tid);
 	int free = 0;
 
 	if (tid <= 0 || !__atomic_compare_exchange_n(&s->tid, &free, tid, 0,
@@ -42,16 +35,16 @@ void runstate_enter(int tid, const volatile uint32_t *cpu)
 		__atomic_store_n(&slots_used, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->blocked, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->cpu, cpu, __ATOMIC_SEQ_CST);
-	weft_runstate_mine = s;
+	weft_runstate_self.slot = s;
 }
 
 void runstate_leave(void)
 {
-	struct runstate_slot *s = weft_runstate_mine;
+	struct runstate_slot *s = weft_runstate_self.slot;
 
 	if (!s)
 		return;
-	weft_runstate_mine = 0;
+	weft_runstate_self.slot = 0;
 	/* The CPU pointer goes first: a reader that still finds our tid
 	   then finds no pointer into memory that may go. */
 	__atomic_store_n(&s->cpu, 0, __ATOMIC_SEQ_CST);
@@ -63,18 +56,20 @@ void runstate_leave(void)
 void runstate_reset_in_child(int tid, const volatile uint32_t *cpu)
 {
 	if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED)) {
-		for (unsigned i = 0; i < SLOTS; i++) {
-			if (!slots[i].tid && !slots[i].cpu && !slots[i].blocked)
+		for (unsigned i = 0; i < RUNSTATE_SLOTS; i++) {
+			struct runstate_slot *s = &weft_runstate_slots[i];
+
+			if (!s->tid && !s->cpu && !s->blocked)
 				continue;
-			slots[i].cpu = 0;
-			slots[i].blocked = 0;
-			slots[i].tid = 0;
+			s->cpu = 0;
+			s->blocked = 0;
+			s->tid = 0;
 		}
 		for (unsigned i = 0; i < SHARDS; i++)
 			if (readers[i].open)
 				readers[i].open = 0;
 	}
-	weft_runstate_mine = 0;
+	weft_runstate_self.slot = 0;
 	runstate_enter(tid, cpu);
 }
 
@@ -100,7 +95,7 @@ static int on_cpu(struct runstate_slot *s, int tid, uint32_t mine)
 /* Our own CPU from our rseq area, or -1 when it is not known. */
 static long my_cpu(void)
 {
-	struct runstate_slot *me = weft_runstate_mine;
+	struct runstate_slot *me = weft_runstate_self.slot;
 	uint32_t mine;
 
 	if (!me || !me->cpu)
@@ -115,19 +110,10 @@ static long my_cpu(void)
    it is unknown (*asleep 0) or asleep (*asleep 1). */
 static struct runstate_slot *awake_slot(int tid, int *asleep)
 {
-	struct runstate_slot *s;
+	struct runstate_slot *s = runstate_known(tid);
 
-	*asleep = 0;
-	if (tid <= 0)
-		return NULL;
-	s = slot_of(tid);
-	if (__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) != tid)
-		return NULL;
-	if (__atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE)) {
-		*asleep = 1;
-		return NULL;
-	}
-	return s;
+	*asleep = s && __atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE);
+	return *asleep ? NULL : s;
 }
 
 int runstate_may_run(int tid)
@@ -143,13 +129,13 @@ int runstate_may_run(int tid)
 	return on_cpu(s, tid, (uint32_t)mine) != 1;
 }
 
-int runstate_runs_elsewhere(int tid)
+/* The rest of runstate_runs_elsewhere, for the awake thread of slot
+   `s`. */
+int runstate_runs_elsewhere_slow(struct runstate_slot *s, int tid)
 {
-	int asleep;
-	struct runstate_slot *s = awake_slot(tid, &asleep);
-	long mine;
+	long mine = my_cpu();
 
-	if (!s || (mine = my_cpu()) < 0)
+	if (mine < 0)
 		return 0;
 	return on_cpu(s, tid, (uint32_t)mine) == 0;
 }

@@ -26,6 +26,7 @@
 #ifndef WEFT_CORE_RUNSTATE_H
 #define WEFT_CORE_RUNSTATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct runstate_slot {
@@ -34,7 +35,26 @@ struct runstate_slot {
 	const volatile uint32_t *cpu;	/* its rseq cpu_id, or NULL */
 };
 
-extern __thread struct runstate_slot *weft_runstate_mine
+/* Whether this thread may spin at all, from its affinity: the cache
+   of core/spin_policy.h, kept here beside the slot pointer. */
+struct spin_policy {
+	unsigned short may_spin;	/* valid while `left` > 0 ... */
+	unsigned short left;	/* slow paths until the next look-up */
+	unsigned gen;		/* ... and `gen` is spin_policy_gen */
+};
+
+/* The calling thread's slot and spin policy.  Every contended wait
+   reads both, and a wait is often the thread's first touch of its own
+   data since it last slept: one 16-byte object, so one cache line.
+   (Apart, with other such lines, they made the lock ring with 32 to 128
+   threads on one CPU 3-4 % slower than glibc: bench/RESULTS.md,
+   2026-11-29-footprint.) */
+struct runstate_self {
+	struct runstate_slot *slot;
+	struct spin_policy policy;
+} __attribute__((aligned(16)));
+
+extern __thread struct runstate_self weft_runstate_self
 	__attribute__((tls_model("initial-exec")));
 
 /* The calling thread takes a slot (tid: its thread id; cpu: its rseq
@@ -49,7 +69,7 @@ void runstate_reset_in_child(int tid, const volatile uint32_t *cpu);
 /* Around a wait that sleeps in the kernel. */
 static inline void runstate_blocked(int blocked)
 {
-	struct runstate_slot *s = weft_runstate_mine;
+	struct runstate_slot *s = weft_runstate_self.slot;
 
 	if (s)
 		__atomic_store_n(&s->blocked, blocked, __ATOMIC_RELEASE);
@@ -59,11 +79,51 @@ static inline void runstate_blocked(int blocked)
    may, or is unknown (tid 0 included). */
 int runstate_may_run(int tid);
 
+/* The slots, by thread id (a cache; a power of two). */
+#define RUNSTATE_SLOTS 4096u
+extern struct runstate_slot weft_runstate_slots[RUNSTATE_SLOTS];
+
+static inline struct runstate_slot *runstate_slot_of(int tid)
+{
+	return &weft_runstate_slots[(unsigned)tid & (RUNSTATE_SLOTS - 1)];
+}
+
+/* The slot of the thread `tid` if it holds one (it is known); NULL for an
+   unknown thread (tid 0 included). */
+static inline struct runstate_slot *runstate_known(int tid)
+{
+	struct runstate_slot *s = runstate_slot_of(tid);
+
+	return tid > 0 && __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) == tid
+		       ? s
+		       : NULL;
+}
+
+int runstate_runs_elsewhere_slow(struct runstate_slot *s, int tid);
+
 /* 1 when the thread `tid` is known, not asleep in a weft wait, and last
    ran on a CPU other than the caller's (both known): it may be running
    beside the caller.  0 otherwise, unknown included.  What lets a
-   thread confined to one CPU spin (core/spin_policy.h). */
-int runstate_runs_elsewhere(int tid);
+   thread confined to one CPU spin (core/spin_policy.h).  The answer for
+   an unknown or sleeping thread is inline: every contended lock of a
+   thread confined to one CPU asks, and usually for a sleeper. */
+static inline int runstate_runs_elsewhere(int tid)
+{
+	struct runstate_slot *s = runstate_known(tid);
+
+	if (!s || __atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE))
+		return 0;
+	return runstate_runs_elsewhere_slow(s, tid);
+}
+
+/* 1 when the thread `tid` is known and asleep in a weft wait: then it
+   surely does not run (runstate_may_run says 0 too), answered inline. */
+static inline int runstate_asleep(int tid)
+{
+	struct runstate_slot *s = runstate_known(tid);
+
+	return s && __atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE);
+}
 
 /* Whether no reader section is open: a dead thread's block may be
    unmapped now (else keep it and try later). */

@@ -4,8 +4,6 @@
 #include "kernel/sched.h"
 #include "spin_policy.h"
 
-__thread struct spin_policy weft_spin_policy
-	__attribute__((tls_model("initial-exec")));
 unsigned spin_policy_gen;
 
 /* CPUs in the first `bytes` of a mask the kernel filled, counted here
@@ -35,10 +33,10 @@ int spin_policy_refresh(void)
 	long n = sys_sched_getaffinity(0, sizeof set, &set);
 	int cpus = n < 0 ? 2 : cpus_in_mask(&set, (size_t)n);
 
-	weft_spin_policy.may_spin = cpus >= 2;
-	weft_spin_policy.left = SPIN_POLICY_RECHECK;
-	weft_spin_policy.gen = gen;
-	return weft_spin_policy.may_spin;
+	weft_runstate_self.policy.may_spin = cpus >= 2;
+	weft_runstate_self.policy.left = SPIN_POLICY_RECHECK;
+	weft_runstate_self.policy.gen = gen;
+	return weft_runstate_self.policy.may_spin;
 }
 
 static long now_ns(void)

@@ -24,30 +24,20 @@
 
 #define SPIN_POLICY_RECHECK 1024
 
-struct spin_policy {
-	unsigned short may_spin;	/* valid while `left` > 0 ... */
-	unsigned short left;	/* slow paths until the next look-up */
-	unsigned gen;		/* ... and `gen` is spin_policy_gen */
-};
-
 /* Bumped after every affinity change made through weft. */
 extern unsigned spin_policy_gen;
-
-extern __thread struct spin_policy weft_spin_policy
-	__attribute__((tls_model("initial-exec")));
 
 int spin_policy_refresh(void);
 
 /* Called once per slow path, before a spin. */
 static inline int spin_worthwhile(void)
 {
-	struct spin_policy *p = &weft_spin_policy;
-
-	if (__builtin_expect(p->left != 0 &&
-			     p->gen == __atomic_load_n(&spin_policy_gen,
-						       __ATOMIC_RELAXED), 1)) {
-		p->left--;
-		return p->may_spin;
+	if (__builtin_expect(weft_runstate_self.policy.left != 0 &&
+			     weft_runstate_self.policy.gen ==
+				     __atomic_load_n(&spin_policy_gen,
+						     __ATOMIC_RELAXED), 1)) {
+		weft_runstate_self.policy.left--;
+		return weft_runstate_self.policy.may_spin;
 	}
 	return spin_policy_refresh();
 }

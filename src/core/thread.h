@@ -251,6 +251,15 @@ static inline int weft_serving(void)
 		return weft_init_slow();
 	return weft_is_active;
 }
+/* weft_serving's answer once start-up is done, without starting it: 0
+   also before (then weft_serving decides, out of line).  For the hot
+   slow paths, which then need no stack frame for the start-up call. */
+static inline int weft_serving_done(void)
+{
+	return __builtin_expect(__atomic_load_n(&weft_init_done,
+						__ATOMIC_ACQUIRE) == 2 &&
+				weft_is_active, 1);
+}
 /* Nonzero once start-up decided that weft forwards every call to glibc.
    For the entry points whose weft code is right whether or not weft
    serves (pthread_sigmask): they need no start-up, which may then not

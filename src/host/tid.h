@@ -13,7 +13,7 @@
 
 static inline int host_self_tid(void)
 {
-	return *(volatile int *)((char *)arch_thread_pointer() + host_layout.tid);
+	return arch_tp_load32(host_layout.tid);
 }
 
 /* The same at any time, also during start-up before the layout has
