@@ -44,8 +44,13 @@ WEFT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 
 /* The fast paths test weft_is_active only (weft_active_now); start-up,
    fallback mode and every contended case go through an out-of-line
-   function, so that the fast path needs no stack frame. */
-__attribute__((noinline)) static int lock_slow(pthread_mutex_t *m)
+   function, so that the fast path needs no stack frame.  The contended
+   lock and unlock (lock_slow, unlock_slow) have none either: start-up
+   and fallback are out of line again, and the code of the whole
+   contended path sits together (`hot`: .text.hot).  A thread that slept
+   runs it with little of it left in the instruction cache, and its
+   size showed: bench/RESULTS.md, 2026-11-29-footprint. */
+__attribute__((noinline, cold)) static int lock_starting(pthread_mutex_t *m)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_lock)(m);
@@ -54,7 +59,19 @@ __attribute__((noinline)) static int lock_slow(pthread_mutex_t *m)
 	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, NULL);
 }
 
-WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+__attribute__((noinline, hot)) static int lock_slow(pthread_mutex_t *m)
+{
+	if (!weft_serving_done())
+		return lock_starting(m);
+	/* Another try, but only on a word that reads free: a failing
+	   locked CAS costs as much as a successful one. */
+	if (__atomic_load_n(&wmutex_of(m)->lock, __ATOMIC_RELAXED) == 0 &&
+	    mutex_trylock_fast(wmutex_of(m)) == 0)
+		return 0;
+	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, NULL);
+}
+
+WEFT_EXPORT __attribute__((hot)) int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(weft_active_now() && mutex_lock_fast(wmutex_of(m)) == 0, 1))
 		return 0;
@@ -92,14 +109,21 @@ WEFT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
 	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, abstime);
 }
 
-__attribute__((noinline)) static int unlock_slow(pthread_mutex_t *m)
+__attribute__((noinline, cold)) static int unlock_starting(pthread_mutex_t *m)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_unlock)(m);
 	return mutex_unlock_slow(wmutex_of(m));
 }
 
-WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+__attribute__((noinline, hot)) static int unlock_slow(pthread_mutex_t *m)
+{
+	if (!weft_serving_done())
+		return unlock_starting(m);
+	return mutex_unlock_slow(wmutex_of(m));
+}
+
+WEFT_EXPORT __attribute__((hot)) int pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(weft_active_now() && mutex_unlock_fast(wmutex_of(m)) == 0, 1))
 		return 0;

@@ -47,6 +47,13 @@ static int is_shared(const struct wmutex *w)
 	return (w->kind & MK_PSHARED) != 0;
 }
 
+/* A private mutex with no owner checks (normal, adaptive) and none of
+   the real-time protocols: the kind the flat paths serve. */
+static int plain_private(int kind)
+{
+	return kind == PTHREAD_MUTEX_NORMAL || kind == PTHREAD_MUTEX_ADAPTIVE_NP;
+}
+
 static int cas(int *p, int expect, int val)
 {
 	return __atomic_compare_exchange_n(p, &expect, val, 0, __ATOMIC_SEQ_CST,
@@ -69,12 +76,12 @@ static int has_sleepers(struct wmutex *w)
 
 /* `rt`: the sleeper runs under a real-time policy; the kernel queues it
    ahead of every SCHED_OTHER sleeper, so the hand-off must not pass it
-   over (hand_off). */
-static void sleepers_add(struct wmutex *w, int d, int rt)
+   over (hand_off).  `shared`: is_shared(w), which the caller knows. */
+static void sleepers_add(struct wmutex *w, int d, int rt, int shared)
 {
 	unsigned one = NU_SLEEPER + (rt ? NU_RT_SLEEPER : 0);
 
-	if (!is_shared(w))
+	if (!shared)
 		__atomic_fetch_add(&w->nusers, d > 0 ? one : -one,
 				   __ATOMIC_SEQ_CST);
 }
@@ -98,18 +105,18 @@ static void settle_sleepers(struct wmutex *w)
 		__atomic_fetch_or(&w->lock, LW_SLEEPERS, __ATOMIC_SEQ_CST);
 }
 
-/* Takes the word if it is free, else marks it as slept on.  Returns 1
-   when taken; otherwise *sleep_on is the value to sleep on.  Process-
-   shared: glibc's exchange with 2.  Private: the other bits (hand-off
-   request, deferred wake-ups) are kept. */
-static int take_or_mark(struct wmutex *w, int *sleep_on)
+/* Takes the word if it is free, else marks it as slept on.  Returns 0
+   when taken, else the value to sleep on (never 0).  Process-shared
+   (`shared`: is_shared(w), which the caller knows): glibc's exchange
+   with 2.  Private: the other bits (hand-off request, deferred
+   wake-ups) are kept. */
+static inline __attribute__((always_inline)) int
+take_or_mark(struct wmutex *w, int shared)
 {
 	int v;
 
-	if (is_shared(w)) {
-		*sleep_on = 2;
-		return __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) == 0;
-	}
+	if (shared)
+		return __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) ? 2 : 0;
 	v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 	if (v == 0 && cas(&w->lock, 0, LW_HELD)) {
 		/* The release left the word 0, without LW_SLEEPERS: the
@@ -118,15 +125,14 @@ static int take_or_mark(struct wmutex *w, int *sleep_on)
 		if (__atomic_load_n(&w->nusers, __ATOMIC_SEQ_CST) != 0)
 			__atomic_fetch_or(&w->lock, LW_SLEEPERS,
 					  __ATOMIC_SEQ_CST);
-		return 1;
+		return 0;
 	}
 	v = __atomic_fetch_or(&w->lock, LW_HELD | LW_SLEEPERS, __ATOMIC_SEQ_CST);
 	if (!(v & LW_HELD)) {
 		settle_sleepers(w);
-		return 1;
+		return 0;
 	}
-	*sleep_on = v | LW_HELD | LW_SLEEPERS;
-	return 0;
+	return v | LW_HELD | LW_SLEEPERS;
 }
 
 /* Marks the held word `v` of a private mutex as slept on, as a waiter
@@ -140,7 +146,7 @@ static void mark_waited_for(struct wmutex *w, int v)
 }
 
 /* Spins while that can pay (spin_round, with its backoff); 1 when it
-   took the word.  The caller has checked spin_worthwhile_for.
+   took the word.  The caller has checked spin_may_pay.
 
    A newcomer spins only while nobody sleeps on the mutex (it must not
    jump their queue), and after SPIN_MARK_NS it marks the word as slept
@@ -164,8 +170,9 @@ static void mark_waited_for(struct wmutex *w, int v)
    spins behind sleepers too and does not mark (its next take_or_mark
    does).  It took no wake-up (EAGAIN consumed none), so a plain CAS
    0 -> HELD is the newcomer's take, and the sleepers' bit is left to
-   whoever was woken. */
-static int spin(struct wmutex *w, int newcomer)
+   whoever was woken.  Out of line, so that its state does not widen
+   the frame of lock_plain (see there) in the threads that never spin. */
+__attribute__((noinline, hot)) static int spin(struct wmutex *w, int newcomer)
 {
 	struct spin s = { 0 };
 	int marked = !newcomer;
@@ -184,6 +191,18 @@ static int spin(struct wmutex *w, int newcomer)
 			marked = 1;
 		}
 	}
+}
+
+/* Whether a spin may pay: the spin policy says so for the holder
+   (spin_worthwhile_for), and the holder is not asleep in a weft wait.
+   The spin's first look would stop at a sleeping holder; asked here,
+   inline, because the waiters of a lock ring nearly always find theirs
+   asleep (docs/sync.md, "The contended path's footprint"). */
+static inline int spin_may_pay(struct wmutex *w)
+{
+	int owner = __atomic_load_n(&w->owner, __ATOMIC_RELAXED);
+
+	return spin_worthwhile_for(owner) && !runstate_asleep(owner);
 }
 
 /* A registered starving waiter waits for the hand-off running while
@@ -261,50 +280,51 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 
 /* The lock word was taken when we looked: spin briefly, then sleep.
    0 or ETIMEDOUT / EINVAL.  `contended`: others may sleep on the word
-   (a process-shared condvar waiter), so no spinning. */
-static int lock_word_wait(struct wmutex *w, int self, clockid_t clock,
-			  const struct timespec *abstime, int contended)
+   (a process-shared condvar waiter), so no spinning.  `shared`:
+   is_shared(w).  Inline in its two callers: lock_word, and lock_plain
+   with constant arguments. */
+static inline __attribute__((always_inline)) int
+lock_word_wait(struct wmutex *w, int self, clockid_t clock,
+	       const struct timespec *abstime, int contended, int shared)
 {
-	int priv = mutex_futex_flag(w);
+	int priv = shared ? WEFT_FUTEX_SHARED : WEFT_FUTEX_PRIVATE;
 	int rt = 0; /* known at the first sleep (private mutexes) */
 	unsigned long start = 0; /* waitclock stamp of the first sleep */
 
-	if (!contended) {
-		if (spin_worthwhile_for(__atomic_load_n(&w->owner,
-							__ATOMIC_RELAXED)) &&
-		    spin(w, 1))
-			return 0;
-	}
+	if (!contended && spin_may_pay(w) && spin(w, 1))
+		return 0;
 	for (;;) {
-		int sleep_on;
-		if (take_or_mark(w, &sleep_on))
+		int sleep_on = take_or_mark(w, shared);
+		if (sleep_on == 0)
 			return 0;
-		/* Real-time waiters stay in the kernel's queue, which is
-		   in priority order: a hand-off would let them jump it. */
-		if (priv == WEFT_FUTEX_PRIVATE && start &&
-		    waitclock_passed_ms(start, HANDOFF_AFTER_MS) &&
-		    !(rt = self_realtime())) {
-			int r = wait_for_handoff(w, self, clock, abstime);
-			if (r >= 0)
-				return r;
-			start = waitclock_stamp(); /* another is served first */
-			continue;
+		if (priv == WEFT_FUTEX_PRIVATE) {
+			if (__builtin_expect(!start, 1)) {
+				start = waitclock_stamp();
+				rt = self_realtime();
+			} else if (waitclock_passed_ms(start, HANDOFF_AFTER_MS) &&
+				   !(rt = self_realtime())) {
+				/* Real-time waiters stay in the kernel's
+				   queue, which is in priority order: a
+				   hand-off would let them jump it. */
+				int r = wait_for_handoff(w, self, clock,
+							 abstime);
+				if (r >= 0)
+					return r;
+				/* another is served first */
+				start = waitclock_stamp();
+				continue;
+			}
 		}
-		if (!start && priv == WEFT_FUTEX_PRIVATE) {
-			start = waitclock_stamp();
-			rt = self_realtime();
-		}
-		sleepers_add(w, 1, rt);
+		sleepers_add(w, 1, rt, shared);
 		runstate_blocked(1);
-		long r = futex_wait_until(&w->lock, sleep_on, clock, abstime,
-					  priv);
+		long r = abstime ? futex_wait_until(&w->lock, sleep_on, clock,
+						    abstime, priv)
+				 : futex_wait(&w->lock, sleep_on, priv);
 		runstate_blocked(0);
-		sleepers_add(w, -1, rt);
-		if (r == -ETIMEDOUT || r == -EINVAL)
+		sleepers_add(w, -1, rt, shared);
+		if (__builtin_expect(r == -ETIMEDOUT || r == -EINVAL, 0))
 			return (int)-r;
-		if (r == -EAGAIN && !contended &&
-		    spin_worthwhile_for(__atomic_load_n(&w->owner,
-							__ATOMIC_RELAXED)) &&
+		if (r == -EAGAIN && !contended && spin_may_pay(w) &&
 		    spin(w, 0))
 			return 0;
 	}
@@ -319,16 +339,32 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 		     const struct timespec *abstime, int contended)
 {
 	long t0;
-	int r, sleep_on;
+	int r;
 
-	if (contended ? take_or_mark(w, &sleep_on) : cas(&w->lock, 0, LW_HELD))
+	if (contended ? take_or_mark(w, is_shared(w)) == 0
+		      : cas(&w->lock, 0, LW_HELD))
 		return 0;
 	if (!stats_enabled())
-		return lock_word_wait(w, self, clock, abstime, contended);
+		return lock_word_wait(w, self, clock, abstime, contended,
+				      is_shared(w));
 	t0 = stats_now();
-	r = lock_word_wait(w, self, clock, abstime, contended);
+	r = lock_word_wait(w, self, clock, abstime, contended, is_shared(w));
 	lockstat_record(w, LS_MUTEX, t0);
 	return r;
+}
+
+/* The contended lock of a private normal or adaptive mutex with no
+   deadline, the common case, kept flat: no second look at the kind, no
+   deadline checks, and only this frame between the caller and the
+   futex call.  A thread that slept returns through every frame below
+   its caller, and those stack lines, like the rest of its data and the
+   path's code, have often left the cache while other threads ran
+   (docs/sync.md, "The contended path's footprint"). */
+static __attribute__((noinline, hot)) int lock_plain(struct wmutex *w, int self)
+{
+	lock_word_wait(w, self, CLOCK_REALTIME, NULL, 0, 0);
+	w->owner = self;
+	return 0;
 }
 
 /* ------------------------------------------------------------ release
@@ -386,7 +422,9 @@ static struct cnode *take_deferred(struct wmutex *w)
 	return w->defer_pid == weft_self_pid() ? head : NULL;
 }
 
-static void release_private(struct wmutex *w)
+/* The release with a hand-off request or deferred wake-ups in the
+   word (or a word that changed under the common release's CAS). */
+static __attribute__((noinline)) int release_private_other(struct wmutex *w)
 {
 	int v = __atomic_load_n(&w->lock, __ATOMIC_ACQUIRE);
 	struct cnode *chain = (v & LW_DEFERRED) ? take_deferred(w) : NULL;
@@ -404,6 +442,25 @@ static void release_private(struct wmutex *w)
 wake_chain:
 	if (chain)
 		cond_release_chain(chain);
+	return 0;
+}
+
+/* Returns 0, for mutex_unlock_slow's tail call.  The common release
+   (held, maybe slept on) needs no stack frame. */
+__attribute__((hot)) static int release_private(struct wmutex *w)
+{
+	int v = __atomic_load_n(&w->lock, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(!(v & (LW_DEFERRED | LW_HANDOFF)), 1)) {
+		w->owner = 0;
+		if (__builtin_expect(cas(&w->lock, v, 0), 1)) {
+			/* released: w is not touched any more */
+			if (v & LW_SLEEPERS)
+				futex_wake(&w->lock, 1, WEFT_FUTEX_PRIVATE);
+			return 0;
+		}
+	}
+	return release_private_other(w);
 }
 
 static void release(struct wmutex *w)
@@ -456,8 +513,8 @@ static void took(struct wmutex *w, int type, int self)
 		w->count = 1;
 }
 
-int mutex_lock_slow(struct wmutex *w, clockid_t clock,
-		    const struct timespec *abstime)
+static __attribute__((noinline)) int
+lock_other(struct wmutex *w, clockid_t clock, const struct timespec *abstime)
 {
 	int kind = w->kind, type = kind & MK_TYPE_MASK;
 	int self = host_self_tid();
@@ -474,6 +531,15 @@ int mutex_lock_slow(struct wmutex *w, clockid_t clock,
 	if (r == 0)
 		took(w, type, self);
 	return r;
+}
+
+/* No stack frame: lock_plain's is the only one (see there). */
+__attribute__((hot)) int mutex_lock_slow(struct wmutex *w, clockid_t clock,
+		    const struct timespec *abstime)
+{
+	if (plain_private(w->kind) && !abstime && !stats_enabled())
+		return lock_plain(w, host_self_tid());
+	return lock_other(w, clock, abstime);
 }
 
 int mutex_trylock_slow(struct wmutex *w)
@@ -513,7 +579,7 @@ int mutex_check_owner(struct wmutex *w)
 	return 0;
 }
 
-int mutex_unlock_slow(struct wmutex *w)
+static __attribute__((noinline)) int unlock_other(struct wmutex *w)
 {
 	int r;
 
@@ -529,6 +595,15 @@ int mutex_unlock_slow(struct wmutex *w)
 		return 0;
 	release(w);
 	return 0;
+}
+
+/* A plain private mutex (no owner check) goes straight to its release,
+   with no stack frame here. */
+__attribute__((hot)) int mutex_unlock_slow(struct wmutex *w)
+{
+	if (plain_private(w->kind))
+		return release_private(w);
+	return unlock_other(w);
 }
 
 unsigned mutex_release_for_wait(struct wmutex *w)

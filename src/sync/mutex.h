@@ -176,7 +176,12 @@ static inline int mutex_unlock_fast(struct wmutex *w)
 		__atomic_store_n(&w->lock, 0, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (__builtin_expect(!__atomic_compare_exchange_n(&w->lock, &held, 0, 0,
+	/* A word with any other bit goes to the slow path without the CAS
+	   (a failing locked CAS costs as much as one that succeeds: one
+	   more on every release that wakes a sleeper). */
+	if (__builtin_expect(__atomic_load_n(&w->lock, __ATOMIC_RELAXED) !=
+				     LW_HELD, 0) ||
+	    __builtin_expect(!__atomic_compare_exchange_n(&w->lock, &held, 0, 0,
 							  __ATOMIC_RELEASE,
 							  __ATOMIC_RELAXED),
 			     0))
