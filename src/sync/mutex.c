@@ -159,31 +159,27 @@ static void mark_waited_for(struct wmutex *w, int v)
    each taking one mutex in a loop, weft ran at 0.3-0.5x glibc without
    the mark and 1.1-1.4x with it (bench/RESULTS.md, 2026-11-28-s29).
 
-   A waiter whose futex_wait found the word changed (EAGAIN; !newcomer)
-   spins again instead of marking and calling again: the holder released
-   the mutex between our mark and the kernel's look, and most likely
-   took it back at once, so another call only repeats that.  With more
-   threads than CPUs and a short critical section nearly every wait
-   (711,557 of 712,489 in a 2,000,000-entry run of `sync_contention -t
-   32 -k 1`) failed so, each one making the holder's release a FUTEX_WAKE
-   for nobody, and weft ran at 0.71-0.79x glibc (2026-11-29-pairs).  It
-   spins behind sleepers too and does not mark (its next take_or_mark
-   does).  It took no wake-up (EAGAIN consumed none), so a plain CAS
-   0 -> HELD is the newcomer's take, and the sleepers' bit is left to
-   whoever was woken.  Out of line, so that its state does not widen
-   the frame of lock_plain (see there) in the threads that never spin. */
-__attribute__((noinline, hot)) static int spin(struct wmutex *w, int newcomer)
+   A waiter whose futex_wait found the word changed (EAGAIN) does not
+   spin again: it marks the word and waits again, as glibc's does.  A
+   spin there (2026-11-29) took the mutex tens of thousands of times a
+   run of `sync_contention -t 32 -k 1`, each time moving the mutex and
+   the critical section's data to the other CPU while the holder, still
+   running, came straight back for them; on the VM of bench/RESULTS.md
+   "2026-12-01-full" that made weft 0.50-0.70x glibc in one phase of
+   the machine and 1.05x in the other, against 1.01x and 1.24x without
+   it.  Out of line, so that its state does not widen the frame of
+   lock_plain (see there) in the threads that never spin. */
+__attribute__((noinline, hot)) static int spin(struct wmutex *w)
 {
 	struct spin s = { 0 };
-	int marked = !newcomer;
+	int marked = 0;
 	long spun;
 
 	for (;;) {
 		int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
 		if (v == 0 && cas(&w->lock, 0, LW_HELD))
 			return 1;
-		if ((newcomer && has_sleepers(w)) ||
-		    (spun = spin_round(&s, &w->owner)) < 0)
+		if (has_sleepers(w) || (spun = spin_round(&s, &w->owner)) < 0)
 			return 0;
 		if (!marked && spun >= SPIN_MARK_NS) {
 			mark_waited_for(w, __atomic_load_n(&w->lock,
@@ -291,7 +287,7 @@ lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 	int rt = 0; /* known at the first sleep (private mutexes) */
 	unsigned long start = 0; /* waitclock stamp of the first sleep */
 
-	if (!contended && spin_may_pay(w) && spin(w, 1))
+	if (!contended && spin_may_pay(w) && spin(w))
 		return 0;
 	for (;;) {
 		int sleep_on = take_or_mark(w, shared);
@@ -324,9 +320,6 @@ lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 		sleepers_add(w, -1, rt, shared);
 		if (__builtin_expect(r == -ETIMEDOUT || r == -EINVAL, 0))
 			return (int)-r;
-		if (r == -EAGAIN && !contended && spin_may_pay(w) &&
-		    spin(w, 0))
-			return 0;
 	}
 }
 
