@@ -135,6 +135,20 @@ take_or_mark(struct wmutex *w, int shared)
 	return v | LW_HELD | LW_SLEEPERS;
 }
 
+/* take_or_mark for a private-mutex waiter that is still counted in
+   nusers (its futex_wait found the word changed): one fetch_or, which
+   takes a free word with LW_SLEEPERS kept, as glibc's woken waiter takes
+   its word with 2.  The settle would read the count that this waiter
+   still holds; at worst the bit makes one release wake nobody.  0 when
+   taken, else the value to sleep on. */
+static inline int retake_or_mark(struct wmutex *w)
+{
+	int v = __atomic_fetch_or(&w->lock, LW_HELD | LW_SLEEPERS,
+				  __ATOMIC_SEQ_CST);
+
+	return (v & LW_HELD) ? v | LW_HELD | LW_SLEEPERS : 0;
+}
+
 /* Marks the held word `v` of a private mutex as slept on, as a waiter
    about to sleep does, so that its release takes the slow path (spin).
    Not a process-shared one: there the mark (glibc's 2) would also end
@@ -286,38 +300,59 @@ lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 	int priv = shared ? WEFT_FUTEX_SHARED : WEFT_FUTEX_PRIVATE;
 	int rt = 0; /* known at the first sleep (private mutexes) */
 	unsigned long start = 0; /* waitclock stamp of the first sleep */
+	int counted = 0; /* in nusers (private), kept over an EAGAIN */
 
 	if (!contended && spin_may_pay(w) && spin(w))
 		return 0;
 	for (;;) {
-		int sleep_on = take_or_mark(w, shared);
-		if (sleep_on == 0)
+		int sleep_on = counted ? retake_or_mark(w)
+				       : take_or_mark(w, shared);
+		if (sleep_on == 0) {
+			if (counted)
+				sleepers_add(w, -1, rt, shared);
 			return 0;
+		}
 		if (priv == WEFT_FUTEX_PRIVATE) {
 			if (__builtin_expect(!start, 1)) {
 				start = waitclock_stamp();
 				rt = self_realtime();
-			} else if (waitclock_passed_ms(start, HANDOFF_AFTER_MS) &&
-				   !(rt = self_realtime())) {
+			} else if (waitclock_passed_ms(start, HANDOFF_AFTER_MS)) {
+				/* Uncounted first: rt may change here. */
+				if (counted)
+					sleepers_add(w, -1, rt, shared);
+				counted = 0;
 				/* Real-time waiters stay in the kernel's
 				   queue, which is in priority order: a
 				   hand-off would let them jump it. */
-				int r = wait_for_handoff(w, self, clock,
-							 abstime);
-				if (r >= 0)
-					return r;
-				/* another is served first */
-				start = waitclock_stamp();
-				continue;
+				if (!(rt = self_realtime())) {
+					int r = wait_for_handoff(w, self, clock,
+								 abstime);
+					if (r >= 0)
+						return r;
+					/* another is served first */
+					start = waitclock_stamp();
+					continue;
+				}
 			}
 		}
-		sleepers_add(w, 1, rt, shared);
+		if (!counted) {
+			sleepers_add(w, 1, rt, shared);
+			counted = !shared;
+		}
 		runstate_blocked(1);
 		long r = abstime ? futex_wait_until(&w->lock, sleep_on, clock,
 						    abstime, priv)
 				 : futex_wait(&w->lock, sleep_on, priv);
 		runstate_blocked(0);
-		sleepers_add(w, -1, rt, shared);
+		/* A wait that found the word changed (EAGAIN) stays counted:
+		   it marks the word again at once, and leaving the count
+		   and joining it again is two more atomic steps on the
+		   mutex's line, which the running holder then fetches
+		   back (docs/sync.md, "A waiter stays counted"). */
+		if (r != -EAGAIN && counted) {
+			sleepers_add(w, -1, rt, shared);
+			counted = 0;
+		}
 		if (__builtin_expect(r == -ETIMEDOUT || r == -EINVAL, 0))
 			return (int)-r;
 	}
