@@ -2,9 +2,10 @@
    more threads than CPUs: the case where a waiter's futex_wait finds
    the word changed (EAGAIN) nearly every time, because the holder
    releases and takes the mutex back before the waiter's system call
-   reaches the kernel, and the waiter spins again instead of marking
-   and calling again (src/sync/mutex.c, respin; bench/RESULTS.md,
-   2026-11-29-pairs: 711,557 of 712,489 waits in such a run).
+   reaches the kernel (bench/RESULTS.md, 2026-11-29-pairs: 711,557 of
+   712,489 waits in such a run).  Such a waiter marks the word and waits
+   again while it stays counted as a sleeper, and takes a free word with
+   that mark (src/sync/mutex.c, retake_or_mark; 2026-12-01-counted).
 
    32 threads take one mutex ENTRIES times each; inside, a flag says
    someone is in and a counter in the mutex's cache line (the layout of
@@ -12,7 +13,9 @@
    the threads use pthread_mutex_timedlock with a deadline far ahead,
    so the same path runs with a deadline.  Checks: every entry counted,
    no two threads inside at once, every timed lock 0, the mutex free at
-   the end; then the same with an error-checking mutex, whose owner
+   the end with its sleeper count (__nusers, weft's for a private
+   mutex) back at 0, which a wait path that leaves without uncounting
+   itself would break; then the same with an error-checking mutex, whose owner
    checks would catch a take that skipped the owner.  Bounded by counts
    and a 60 s alarm, which reports a hang (a lost wake-up) as a
    failure. */
@@ -91,6 +94,9 @@ static void run(const char *kind, int type)
 	      kind, timed_errors);
 	CHECK(unlock_errors == 0, "%s: expected every unlock 0, got %d failures",
 	      kind, unlock_errors);
+	CHECK(region.m.__data.__nusers == 0,
+	      "%s: expected the sleeper count (__nusers) back at 0, got %#x",
+	      kind, region.m.__data.__nusers);
 	CHECK_EQ(pthread_mutex_trylock(&region.m), 0);
 	CHECK_EQ(pthread_mutex_unlock(&region.m), 0);
 	CHECK_EQ(pthread_mutex_destroy(&region.m), 0);
