@@ -65,9 +65,11 @@ static inline int spin_worthwhile_for(int holder)
 #define SPIN_NS 2000
 #endif
 
-/* How long a mutex spinner waits before it marks the word as slept on,
-   so that the holder's release takes its slow path (a futex wake) and
-   the spinner gets in meanwhile (sync/mutex.c, spin). */
+/* How long a mutex spinner, or a writer spinning on a write-held
+   rwlock, waits before it marks the word as slept on, so that the
+   holder's release takes its slow path (a futex wake) and the spinner
+   gets in meanwhile (sync/mutex.c, spin; sync/rwlock.c,
+   spin_then_try). */
 #ifndef SPIN_MARK_NS
 #define SPIN_MARK_NS 500
 #endif

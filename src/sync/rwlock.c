@@ -362,13 +362,12 @@ static void mark_writer_waits(struct weft_rwlock *l)
 static int spin_then_try(struct weft_rwlock *l, uint64_t kind, int *me)
 {
 	struct spin s = { 0 };
+	int marked = kind != SLEEP_WR; /* readers never mark */
+	long spun;
 
 	if (!spin_worthwhile_for(__atomic_load_n(&l->owner_tid,
 						 __ATOMIC_RELAXED)))
 		return EBUSY;
-	int marked = kind != SLEEP_WR;
-	long spun;
-
 	for (;;) {
 		int r = try_as(l, LD(&l->word), kind, me);
 
