@@ -444,23 +444,19 @@ static int handoff_word(void)
 	return v;
 }
 
-/* Makes waiter `w`, asleep on the held mutex, lose two wake-ups (EINTR,
-   the mutex still held) more than the hand-off threshold apart, so that
-   it takes the starving path: weft's fairness clock starts at a waiter's
-   first lost wake-up, and the second finds 1 ms passed.  Waits until it
-   sleeps again each time. */
+/* Makes waiter `w`, asleep on the held mutex, wake (EINTR) after it has
+   slept past the hand-off threshold, so that it takes the starving
+   path; waits until it sleeps again. */
 static void starve(struct waiter *w)
 {
-	for (int i = 0; i < 2; i++) {
-		long slept = mono_ns();
-		int seen = __atomic_load_n(&sig_seen, __ATOMIC_SEQ_CST);
+	long slept = mono_ns();
+	int seen = __atomic_load_n(&sig_seen, __ATOMIC_SEQ_CST);
 
-		while (mono_ns() - slept < 3000000L) /* weft's threshold: 1 ms */
-			ms_sleep();
-		CHECK_ERR(pthread_kill(w->th, SIGUSR1), 0);
-		REQUIRE(wait_count(&sig_seen, seen + 1), "signal not handled");
-		require_asleep(w);
-	}
+	while (mono_ns() - slept < 3000000L) /* weft's threshold: 1 ms */
+		ms_sleep();
+	CHECK_ERR(pthread_kill(w->th, SIGUSR1), 0);
+	REQUIRE(wait_count(&sig_seen, seen + 1), "signal not handled");
+	require_asleep(w);
 }
 
 /* A SCHED_OTHER waiter registered for the hand-off, then real-time

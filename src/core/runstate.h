@@ -66,23 +66,13 @@ void runstate_leave(void);
    (`tid`, 0 when it had no slot) keeps one. */
 void runstate_reset_in_child(int tid, const volatile uint32_t *cpu);
 
-/* The calling thread's slot (NULL: it has none), and the mark around
-   a wait that sleeps in the kernel.  A caller that keeps the slot over
-   its sleep does not read the thread-local line again when it wakes. */
-static inline struct runstate_slot *runstate_self_slot(void)
-{
-	return weft_runstate_self.slot;
-}
-
-static inline void runstate_mark(struct runstate_slot *s, int blocked)
-{
-	if (s)
-		__atomic_store_n(&s->blocked, blocked, __ATOMIC_RELEASE);
-}
-
+/* Around a wait that sleeps in the kernel. */
 static inline void runstate_blocked(int blocked)
 {
-	runstate_mark(runstate_self_slot(), blocked);
+	struct runstate_slot *s = weft_runstate_self.slot;
+
+	if (s)
+		__atomic_store_n(&s->blocked, blocked, __ATOMIC_RELEASE);
 }
 
 /* 0 when the thread `tid` surely does not run now (see above); 1 when it

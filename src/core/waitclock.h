@@ -1,10 +1,9 @@
 /* A cheap clock for "has this waiter waited longer than D?" (the
    mutex's fairness rule: docs/sync.md).
 
-   A stamp is taken when a woken waiter first finds the lock taken
-   again, and the answer is needed when it loses once more; both are
-   rare next to the contended locks that take the lock at their first
-   wake-up, which read no clock.  So the
+   A stamp is taken before every first sleep of a contended lock, so its
+   cost is on the contended path of every lock; the answer is needed
+   only when a woken waiter lost the lock again, which is rare.  So the
    stamp is the CPU's cycle counter (arch_cycles), and the rate that
    turns cycles into time is learnt from CLOCK_MONOTONIC once the
    process has contended for WAITCLOCK_LEARN_NS (until then, and on a

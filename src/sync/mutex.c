@@ -14,10 +14,9 @@
 #include "core/waitclock.h"
 #include "core/rt_hint.h"
 
-/* A private-mutex waiter that has lost the mutex for this long, in
-   milliseconds since the first wake-up at which another thread had it,
-   asks for a direct hand-off (the fairness rule; measured on
-   core/waitclock.h's clock). */
+/* A private-mutex waiter that has waited this long, in milliseconds
+   since its first sleep, asks for a direct hand-off (the fairness
+   rule; measured on core/waitclock.h's clock). */
 #define HANDOFF_AFTER_MS 1
 
 /* What a release that will not hand the mutex to its registrant leaves
@@ -106,17 +105,20 @@ static void settle_sleepers(struct wmutex *w)
 		__atomic_fetch_or(&w->lock, LW_SLEEPERS, __ATOMIC_SEQ_CST);
 }
 
-/* Takes the word of a private mutex if it is free, else marks it as
-   slept on, keeping the other bits (hand-off request, deferred
-   wake-ups).  Returns 0 when taken, else the value to sleep on (never
-   0).  `likely_free`: the caller expects a free word (a waiter just woken
-   by a release), for the layout of the code. */
+/* Takes the word if it is free, else marks it as slept on.  Returns 0
+   when taken, else the value to sleep on (never 0).  Process-shared
+   (`shared`: is_shared(w), which the caller knows): glibc's exchange
+   with 2.  Private: the other bits (hand-off request, deferred
+   wake-ups) are kept. */
 static inline __attribute__((always_inline)) int
-take_or_mark_private(struct wmutex *w, int likely_free)
+take_or_mark(struct wmutex *w, int shared)
 {
-	int v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+	int v;
 
-	if (__builtin_expect(v == 0 && cas(&w->lock, 0, LW_HELD), likely_free)) {
+	if (shared)
+		return __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) ? 2 : 0;
+	v = __atomic_load_n(&w->lock, __ATOMIC_RELAXED);
+	if (v == 0 && cas(&w->lock, 0, LW_HELD)) {
 		/* The release left the word 0, without LW_SLEEPERS: the
 		   bit is cleared before the count is read, as in
 		   settle_sleepers, with one atomic step fewer. */
@@ -131,16 +133,6 @@ take_or_mark_private(struct wmutex *w, int likely_free)
 		return 0;
 	}
 	return v | LW_HELD | LW_SLEEPERS;
-}
-
-/* take_or_mark_private, or for a process-shared mutex (`shared`:
-   is_shared(w), which the caller knows) glibc's exchange with 2. */
-static inline __attribute__((always_inline)) int
-take_or_mark(struct wmutex *w, int shared)
-{
-	if (shared)
-		return __atomic_exchange_n(&w->lock, 2, __ATOMIC_ACQUIRE) ? 2 : 0;
-	return take_or_mark_private(w, 0);
 }
 
 /* take_or_mark for a private-mutex waiter that is still counted in
@@ -230,16 +222,10 @@ __attribute__((noinline, hot)) static int spin(struct wmutex *w)
 static inline int spin_may_pay(struct wmutex *w)
 {
 	int owner = __atomic_load_n(&w->owner, __ATOMIC_RELAXED);
-	int may_spin = spin_worthwhile();
-	struct runstate_slot *s = runstate_known(owner);
 
-	/* The holder sleeps: the answer of nearly every contended lock of a
-	   lock ring, so the one laid out straight. */
-	if (__builtin_expect(s && __atomic_load_n(&s->blocked, __ATOMIC_ACQUIRE), 1))
-		return 0;
-	if (may_spin)
-		return 1;
-	return owner == 0 || (s && runstate_runs_elsewhere_slow(s, owner));
+	if (spin_worthwhile())
+		return !runstate_asleep(owner);
+	return owner == 0 || runstate_runs_elsewhere(owner);
 }
 
 /* A registered starving waiter waits for the hand-off running while
@@ -315,107 +301,74 @@ static int wait_for_handoff(struct wmutex *w, int self, clockid_t clock,
 	}
 }
 
-/* Where a waiter stands between its sleeps: whether it has slept, the
-   waitclock stamp of its first lost wake-up (0: none yet), whether it is
-   counted in nusers (private mutexes; kept over an EAGAIN) and, while
-   counted, whether as a real-time thread, and `sleep_on`, a value to
-   sleep on that the caller already got from take_or_mark (0: take or
-   mark again). */
-struct wait_state {
-	unsigned long start;
-	int slept;
-	int rt;
-	int counted;
-	int sleep_on;
-};
-
-/* The sleeping rounds of a contended lock: take the word or mark it,
-   sleep, again.  0 or ETIMEDOUT / EINVAL.  `shared`: is_shared(w).
-   Inline in its callers, with constant arguments where they have them. */
+/* The lock word was taken when we looked: spin briefly, then sleep.
+   0 or ETIMEDOUT / EINVAL.  `contended`: others may sleep on the word
+   (a process-shared condvar waiter), so no spinning.  `shared`:
+   is_shared(w).  Inline in its two callers: lock_word, and lock_plain
+   with constant arguments. */
 static inline __attribute__((always_inline)) int
-wait_rounds(struct wmutex *w, int self, clockid_t clock,
-	    const struct timespec *abstime, int shared, struct wait_state *st)
+lock_word_wait(struct wmutex *w, int self, clockid_t clock,
+	       const struct timespec *abstime, int contended, int shared)
 {
 	int priv = shared ? WEFT_FUTEX_SHARED : WEFT_FUTEX_PRIVATE;
+	int rt = 0; /* known at the first sleep (private mutexes) */
+	unsigned long start = 0; /* waitclock stamp of the first sleep */
+	int counted = 0; /* in nusers (private), kept over an EAGAIN */
 
+	if (!contended && spin_may_pay(w) && spin(w))
+		return 0;
 	for (;;) {
-		int sleep_on = st->sleep_on;
-
-		if (sleep_on)
-			st->sleep_on = 0;
-		else
-			sleep_on = st->counted ? retake_or_mark(w)
-					       : take_or_mark(w, shared);
+		int sleep_on = counted ? retake_or_mark(w)
+				       : take_or_mark(w, shared);
 		if (sleep_on == 0) {
-			if (st->counted)
-				sleepers_add(w, -1, st->rt, shared);
+			if (counted)
+				sleepers_add(w, -1, rt, shared);
 			return 0;
 		}
-		if (priv == WEFT_FUTEX_PRIVATE && st->slept) {
-			/* The fairness clock starts when a woken waiter first
-			   loses the word: until then it waited for a holder,
-			   as every waiter must, and a waiter that takes the
-			   word at its first wake-up, as in a lock ring, never
-			   reads the clock. */
-			if (!st->start) {
-				st->start = waitclock_stamp();
-			} else if (waitclock_passed_ms(st->start, HANDOFF_AFTER_MS)) {
+		if (priv == WEFT_FUTEX_PRIVATE) {
+			if (__builtin_expect(!start, 1)) {
+				start = waitclock_stamp();
+				rt = self_realtime();
+			} else if (waitclock_passed_ms(start, HANDOFF_AFTER_MS)) {
 				/* Uncounted first: rt may change here. */
-				if (st->counted)
-					sleepers_add(w, -1, st->rt, shared);
-				st->counted = 0;
+				if (counted)
+					sleepers_add(w, -1, rt, shared);
+				counted = 0;
 				/* Real-time waiters stay in the kernel's
 				   queue, which is in priority order: a
 				   hand-off would let them jump it. */
-				if (!(st->rt = self_realtime())) {
+				if (!(rt = self_realtime())) {
 					int r = wait_for_handoff(w, self, clock,
 								 abstime);
 					if (r >= 0)
 						return r;
 					/* another is served first */
-					st->start = waitclock_stamp();
+					start = waitclock_stamp();
 					continue;
 				}
 			}
 		}
-		if (!st->counted && !shared) {
-			st->rt = self_realtime();
-			sleepers_add(w, 1, st->rt, shared);
-			st->counted = 1;
+		if (!counted) {
+			sleepers_add(w, 1, rt, shared);
+			counted = !shared;
 		}
 		runstate_blocked(1);
 		long r = abstime ? futex_wait_until(&w->lock, sleep_on, clock,
 						    abstime, priv)
 				 : futex_wait(&w->lock, sleep_on, priv);
 		runstate_blocked(0);
-		st->slept = 1;
 		/* A wait that found the word changed (EAGAIN) stays counted:
 		   it marks the word again at once, and leaving the count
 		   and joining it again is two more atomic steps on the
 		   mutex's line, which the running holder then fetches
 		   back (docs/sync.md, "A waiter stays counted"). */
-		if (r != -EAGAIN && st->counted) {
-			sleepers_add(w, -1, st->rt, shared);
-			st->counted = 0;
+		if (r != -EAGAIN && counted) {
+			sleepers_add(w, -1, rt, shared);
+			counted = 0;
 		}
 		if (__builtin_expect(r == -ETIMEDOUT || r == -EINVAL, 0))
 			return (int)-r;
 	}
-}
-
-/* The lock word was taken when we looked: spin briefly, then sleep.
-   0 or ETIMEDOUT / EINVAL.  `contended`: others may sleep on the word
-   (a process-shared condvar waiter), so no spinning.  `shared`:
-   is_shared(w). */
-static inline __attribute__((always_inline)) int
-lock_word_wait(struct wmutex *w, int self, clockid_t clock,
-	       const struct timespec *abstime, int contended, int shared)
-{
-	struct wait_state st = { 0 };
-
-	if (!contended && spin_may_pay(w) && spin(w))
-		return 0;
-	return wait_rounds(w, self, clock, abstime, shared, &st);
 }
 
 /* Takes the lock word; 0 or ETIMEDOUT / EINVAL.  `contended`: the
@@ -441,67 +394,17 @@ static int lock_word(struct wmutex *w, int self, clockid_t clock,
 	return r;
 }
 
-/* The caller's thread id, for the owner field: from its run-state slot
-   (`rs`: runstate_self_slot()), which holds it and whose line the
-   contended lock writes around its sleep anyway, else from its TCB
-   (host_self_tid), a line the path would otherwise read for this alone,
-   and one that is cold after a sleep. */
-static inline int self_tid(struct runstate_slot *rs)
-{
-	return rs ? __atomic_load_n(&rs->tid, __ATOMIC_RELAXED) : host_self_tid();
-}
-
-/* lock_plain's rounds after the first, out of line: a wait that found
-   the word changed, or a wake-up that lost the word to another thread. */
-static __attribute__((noinline)) int
-lock_plain_rounds(struct wmutex *w, int self, struct wait_state st)
-{
-	wait_rounds(w, self, CLOCK_REALTIME, NULL, 0, &st);
-	w->owner = self;
-	return 0;
-}
-
 /* The contended lock of a private normal or adaptive mutex with no
    deadline, the common case, kept flat: no second look at the kind, no
    deadline checks, and only this frame between the caller and the
    futex call.  A thread that slept returns through every frame below
    its caller, and those stack lines, like the rest of its data and the
    path's code, have often left the cache while other threads ran
-   (docs/sync.md, "The contended path's footprint").  So the first
-   round, one sleep and a wake-up that takes the word, is written out
-   straight, in the order it runs, and everything else is in
-   lock_plain_rounds.  The run-state slot is read once, before the
-   sleep, and gives the caller's tid for the owner field (self_tid):
-   after the wake-up neither the thread-local line nor the TCB is
-   fetched again. */
-static __attribute__((noinline, hot)) int lock_plain(struct wmutex *w)
+   (docs/sync.md, "The contended path's footprint"). */
+static __attribute__((noinline, hot)) int lock_plain(struct wmutex *w, int self)
 {
-	struct wait_state st = { 0 };
-	struct runstate_slot *rs = runstate_self_slot();
-	long r;
-
-	if (spin_may_pay(w) && spin(w))
-		goto owned;
-	st.sleep_on = take_or_mark_private(w, 0);
-	if (st.sleep_on == 0)
-		goto owned;
-	st.rt = self_realtime();
-	sleepers_add(w, 1, st.rt, 0);
-	st.counted = 1;
-	runstate_mark(rs, 1);
-	r = futex_wait(&w->lock, st.sleep_on, WEFT_FUTEX_PRIVATE);
-	runstate_mark(rs, 0);
-	st.slept = 1;
-	st.sleep_on = 0;
-	if (__builtin_expect(r == -EAGAIN, 0))
-		return lock_plain_rounds(w, self_tid(rs), st);
-	sleepers_add(w, -1, st.rt, 0);
-	st.counted = 0;
-	st.sleep_on = take_or_mark_private(w, 1);
-	if (__builtin_expect(st.sleep_on != 0, 0))
-		return lock_plain_rounds(w, self_tid(rs), st);
-owned:
-	w->owner = self_tid(rs);
+	lock_word_wait(w, self, CLOCK_REALTIME, NULL, 0, 0);
+	w->owner = self;
 	return 0;
 }
 
@@ -676,7 +579,7 @@ __attribute__((hot)) int mutex_lock_slow(struct wmutex *w, clockid_t clock,
 		    const struct timespec *abstime)
 {
 	if (plain_private(w->kind) && !abstime && !stats_enabled())
-		return lock_plain(w);
+		return lock_plain(w, host_self_tid());
 	return lock_other(w, clock, abstime);
 }
 
