@@ -21,7 +21,16 @@
  * raw system calls and no thread library in the lock path.  It shows what
  * the kernel's sleep and wake-up cost per step.
  *
- * Usage: sync_ring [-t N] [-i steps per thread] [-m mutex|futex]
+ * -r serves rounds for a driver that needs finer resolution than separate
+ * runs give (bench/ring_rotate.py): the process stays up, and each line
+ * read on stdin runs one round - threads created, gated, timed, joined -
+ * and prints its RESULT line at once.  A line may hold a thread count for
+ * that round; an empty one keeps -t.  The process ends at end of input.
+ * Keeping processes alive lets a driver trigger glibc, weft and the floor
+ * round by round in a rotating order, so that the VM's slow and fast
+ * phases fall on all of them alike.
+ *
+ * Usage: sync_ring [-t N] [-i steps per thread] [-m mutex|futex] [-r]
  */
 #include "sync_common.h"
 
@@ -84,31 +93,11 @@ static void *walker(void *arg)
 	return NULL;
 }
 
-int main(int argc, char **argv)
+/* One round with n walkers: every mutex is free before and after it. */
+static void run_round(int n)
 {
-	int opt;
-	while ((opt = getopt(argc, argv, "t:i:m:h")) != -1) {
-		switch (opt) {
-		case 't': nthreads = (int)bench_arg_long("-t", optarg); break;
-		case 'i': steps = bench_arg_long("-i", optarg); break;
-		case 'm':
-			if (strcmp(optarg, "futex") == 0)
-				raw = 1;
-			else if (strcmp(optarg, "mutex") != 0) {
-				fprintf(stderr, "%s: -m mutex or -m futex\n", argv[0]);
-				return 2;
-			}
-			break;
-		default:
-			fprintf(stderr, "usage: %s [-t threads] [-i steps per thread] [-m mutex|futex]\n", argv[0]);
-			return 2;
-		}
-	}
-	if (optind != argc || nthreads < 1 || nthreads > 100000 || steps < 1) {
-		fprintf(stderr, "usage: %s [-t threads (1..100000)] [-i steps per thread (>= 1)]\n", argv[0]);
-		return 2;
-	}
-	nmutex = nthreads + 1;
+	nthreads = n;
+	nmutex = n + 1;
 	ring = calloc((size_t)nmutex, sizeof *ring);
 	raw_ring = calloc((size_t)nmutex, sizeof *raw_ring);
 	pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
@@ -139,9 +128,63 @@ int main(int argc, char **argv)
 					     "pthread_create", NULL };
 	sync_print_libs(libs);
 	printf("\n");
+	fflush(stdout);
 	pthread_attr_destroy(&attr);
+	for (int i = 0; i < nmutex; i++)
+		SYNC_OK(pthread_mutex_destroy(&ring[i]));
+	SYNC_OK(pthread_cond_destroy(&gate.cond));
+	SYNC_OK(pthread_mutex_destroy(&gate.lock));
 	free(ring);
 	free(raw_ring);
 	free(tid);
+}
+
+/* -r: a round per line of stdin, with the line's thread count if it has one. */
+static int serve_rounds(int default_n)
+{
+	char line[64];
+
+	while (fgets(line, sizeof line, stdin) != NULL) {
+		char *end;
+		long n = strtol(line, &end, 10);
+		if (end == line)
+			n = default_n;
+		else if (n < 1 || n > 100000 || (*end != '\n' && *end != '\0')) {
+			fprintf(stderr, "sync_ring -r: bad thread count line: %s", line);
+			return 2;
+		}
+		run_round((int)n);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int opt, serve = 0;
+	while ((opt = getopt(argc, argv, "t:i:m:rh")) != -1) {
+		switch (opt) {
+		case 't': nthreads = (int)bench_arg_long("-t", optarg); break;
+		case 'i': steps = bench_arg_long("-i", optarg); break;
+		case 'm':
+			if (strcmp(optarg, "futex") == 0)
+				raw = 1;
+			else if (strcmp(optarg, "mutex") != 0) {
+				fprintf(stderr, "%s: -m mutex or -m futex\n", argv[0]);
+				return 2;
+			}
+			break;
+		case 'r': serve = 1; break;
+		default:
+			fprintf(stderr, "usage: %s [-t threads] [-i steps per thread] [-m mutex|futex] [-r]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (optind != argc || nthreads < 1 || nthreads > 100000 || steps < 1) {
+		fprintf(stderr, "usage: %s [-t threads (1..100000)] [-i steps per thread (>= 1)]\n", argv[0]);
+		return 2;
+	}
+	if (serve)
+		return serve_rounds(nthreads);
+	run_round(nthreads);
 	return 0;
 }
