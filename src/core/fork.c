@@ -16,6 +16,7 @@
 #include "stats.h"
 #include "runstate.h"
 #include "thread.h"
+#include "yield_wait.h"
 
 /* fork_register's state (a futex word): 0 not registered, the tid of the
    thread registering, or FORK_REGISTERED. */
@@ -153,6 +154,9 @@ void core_fork_child(void)
 		runstate_reset_in_child(sys_gettid(), weft_runstate_self.slot->cpu);
 	else
 		runstate_reset_in_child(0, NULL);
+	/* Yielders of the parent were other threads: gone. */
+	if (__atomic_load_n(&yield_waiters.n, __ATOMIC_RELAXED))
+		__atomic_store_n(&yield_waiters.n, 0, __ATOMIC_RELAXED);
 	if (self)
 		thread_ops_reset_in_child(self);
 	if (self && self->origin == WEFT_ORIGIN_CREATED)

@@ -38,7 +38,8 @@ struct runstate_slot {
 /* Whether this thread may spin at all, from its affinity: the cache
    of core/spin_policy.h, kept here beside the slot pointer. */
 struct spin_policy {
-	unsigned short may_spin;	/* valid while `left` > 0 ... */
+	unsigned short cpus;	/* CPUs it may run on (saturating);
+				   valid while `left` > 0 ... */
 	unsigned short left;	/* slow paths until the next look-up */
 	unsigned gen;		/* ... and `gen` is spin_policy_gen */
 };

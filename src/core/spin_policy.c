@@ -33,10 +33,10 @@ int spin_policy_refresh(void)
 	long n = sys_sched_getaffinity(0, sizeof set, &set);
 	int cpus = n < 0 ? 2 : cpus_in_mask(&set, (size_t)n);
 
-	weft_runstate_self.policy.may_spin = cpus >= 2;
+	weft_runstate_self.policy.cpus = cpus > 0xffff ? 0xffff : (unsigned short)cpus;
 	weft_runstate_self.policy.left = SPIN_POLICY_RECHECK;
 	weft_runstate_self.policy.gen = gen;
-	return weft_runstate_self.policy.may_spin;
+	return cpus >= 2;
 }
 
 static long now_ns(void)

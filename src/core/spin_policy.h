@@ -37,9 +37,18 @@ static inline int spin_worthwhile(void)
 				     __atomic_load_n(&spin_policy_gen,
 						     __ATOMIC_RELAXED), 1)) {
 		weft_runstate_self.policy.left--;
-		return weft_runstate_self.policy.may_spin;
+		return weft_runstate_self.policy.cpus >= 2;
 	}
 	return spin_policy_refresh();
+}
+
+/* The number of CPUs this thread may run on, as of the last look-up:
+   valid after spin_worthwhile in the same slow path (at least 1). */
+static inline unsigned spin_policy_cpus(void)
+{
+	unsigned cpus = weft_runstate_self.policy.cpus;
+
+	return cpus ? cpus : 1;
 }
 
 /* Spinning for a lock held by the thread `holder` (a tid; 0 or any

@@ -63,6 +63,8 @@ static ino_t out_ino;
 
 static struct ls_block *ls_head;
 static unsigned long ls_lost; /* waits not recorded: mmap failed */
+/* waiters that yielded before a sleep, and those that took the mutex so */
+static unsigned long yield_waits, yield_takes;
 
 /* libweft's own code: the frame walk stops at the first return address
    outside it.  Empty when weft is linked statically into the program,
@@ -200,6 +202,15 @@ void stats_reset_in_child(void)
 		__atomic_store_n(&ls_head, NULL, __ATOMIC_RELEASE);
 	if (ls_lost)
 		ls_lost = 0;
+	if (yield_waits)
+		yield_waits = yield_takes = 0;
+}
+
+void stats_count_yield_wait(int took)
+{
+	__atomic_fetch_add(&yield_waits, 1, __ATOMIC_RELAXED);
+	if (took)
+		__atomic_fetch_add(&yield_takes, 1, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------ the report */
@@ -418,6 +429,8 @@ static void report_locks(void)
 	put_kv(&l, "waits", g.waits);
 	put_kv(&l, "wait_ns", g.wait_ns);
 	put_kv(&l, "shown", top);
+	put_kv(&l, "yield_waits", yield_waits);
+	put_kv(&l, "yield_takes", yield_takes);
 	if (ls_lost)
 		put_kv(&l, "unrecorded_waits", ls_lost);
 	emit(&l);

@@ -51,6 +51,10 @@ static inline void stats_wait_begins(long *t0)
 void lockstat_record(const volatile void *lock, enum lockstat_kind kind,
 		     long t0);
 
+/* A mutex waiter's yields instead of a sleep (core/yield_wait.h):
+   counted with WEFT_STATS on; `took`: the waiter took the mutex. */
+void stats_count_yield_wait(int took);
+
 /* From start-up when WEFT_STATS is set: registers the report at exit. */
 void stats_init(void);
 /* In a fork child: its counters start from zero (as weft_counters). */

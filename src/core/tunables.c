@@ -9,6 +9,7 @@ struct weft_tunables weft_tunables = {
 	.stack_trim = WEFT_STACK_TRIM_DEFAULT,
 	.guard = WEFT_GUARD_DEFAULT,
 	.stats_top = WEFT_STATS_TOP_DEFAULT,
+	.yield_waits = WEFT_YIELD_WAIT_DEFAULT,
 };
 
 static const char *const trim_names[] = {"none", "dontneed", "free"};
@@ -98,4 +99,9 @@ void tunables_init(void)
 	v = tunables_parse_size(host_getenv("WEFT_STATS_TOP"));
 	if (v >= 0)
 		weft_tunables.stats_top = (size_t)v;
+	v = tunables_parse_size(host_getenv("WEFT_YIELD_WAIT"));
+	if (v >= 0)
+		weft_tunables.yield_waits = v > WEFT_YIELD_WAIT_MAX
+						    ? WEFT_YIELD_WAIT_MAX
+						    : (unsigned)v;
 }

@@ -41,6 +41,10 @@ struct weft_tunables {
 	/* WEFT_STATS_TOP: how many contended locks the report lists,
 	   most waited-for first; 0 lists them all. */
 	size_t stats_top;
+	/* WEFT_YIELD_WAIT: how many times a mutex waiter whose holder
+	   cannot release soon yields its CPU before it sleeps
+	   (core/yield_wait.h); 0 turns yielding off. */
+	unsigned yield_waits;
 };
 
 #define WEFT_STACK_CACHE_DEFAULT (40UL << 20)
@@ -51,6 +55,9 @@ struct weft_tunables {
    (about) this many at once; later blocks get the advice. */
 #define WEFT_GUARD_AUTO_MAPPINGS 1024UL
 #define WEFT_STATS_TOP_DEFAULT 10UL
+#define WEFT_YIELD_WAIT_DEFAULT 16U
+/* The largest WEFT_YIELD_WAIT taken; larger values are cut to it. */
+#define WEFT_YIELD_WAIT_MAX 1024U
 
 extern struct weft_tunables weft_tunables;
 void tunables_init(void);

@@ -12,6 +12,7 @@
 #include "core/stats.h"
 #include "core/thread.h"
 #include "core/waitclock.h"
+#include "core/yield_wait.h"
 #include "core/rt_hint.h"
 
 /* A private-mutex waiter that has waited this long, in milliseconds
@@ -228,6 +229,46 @@ static inline int spin_may_pay(struct wmutex *w)
 	return owner == 0 || runstate_runs_elsewhere(owner);
 }
 
+/* Yields the CPU instead of sleeping, while the holder cannot release
+   soon (core/yield_wait.h says why); 1 when it took the word.  A
+   private mutex, no deadline, a thread of no real-time policy, and
+   nobody asleep on the mutex: a yielder is not queued, so it must not
+   pass sleepers by.  It counts as blocked for spinners (runstate.h):
+   a holder that waits for another lock cannot release soon.  The word
+   is not marked while it yields, so a release with nobody asleep makes
+   no futex call, and the yielder takes the free word at its next look;
+   when someone sleeps meanwhile, it stops and queues behind them.  Out
+   of line: lock_plain's frame stays as small as it was. */
+static __attribute__((noinline)) int yield_wait(struct wmutex *w)
+{
+	unsigned n = weft_tunables.yield_waits;
+	int took = 0;
+	long start;
+
+	if (has_sleepers(w) || self_realtime() || !yield_wait_enter())
+		return 0;
+	runstate_blocked(1);
+	start = yield_wait_now_ns();
+	for (unsigned i = 0; i < n; i++) {
+		sys_sched_yield();
+		/* Free (deferred condvar wake-ups may be in the word): take
+		   it as any waiter does; one taken meanwhile is marked by
+		   that and the caller sleeps. */
+		if (!(__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & LW_HELD)) {
+			took = take_or_mark(w, 0) == 0;
+			break;
+		}
+		if (has_sleepers(w) ||
+		    yield_wait_now_ns() - start >= YIELD_WAIT_NS)
+			break;
+	}
+	runstate_blocked(0);
+	yield_wait_leave();
+	if (stats_enabled())
+		stats_count_yield_wait(took);
+	return took;
+}
+
 /* A registered starving waiter waits for the hand-off running while
    the holder runs (spin_look): its release is near then, and a
    hand-off to a thread that must first be woken and scheduled keeps the
@@ -316,6 +357,8 @@ lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 	int counted = 0; /* in nusers (private), kept over an EAGAIN */
 
 	if (!contended && spin_may_pay(w) && spin(w))
+		return 0;
+	if (!contended && !shared && !abstime && yield_wait(w))
 		return 0;
 	for (;;) {
 		int sleep_on = counted ? retake_or_mark(w)

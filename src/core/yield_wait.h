@@ -1,0 +1,72 @@
+/* Yielding instead of sleeping: the waiter that keeps its CPU awake.
+
+   A mutex waiter whose holder cannot release soon (the holder sleeps
+   itself, or a spin for a running one ran out) would sleep in the
+   kernel, and the holder's release would wake it with a futex call.
+   When the other CPUs are idle, that wake-up lands on an idle CPU: on a
+   virtual machine whose idle CPUs halt (no halt polling), the host must
+   first run that CPU again, tens of microseconds, and the waiter runs
+   only then.  The lock ring with more threads than CPUs is a chain of
+   such wake-ups: on the 2-CPU KVM guest of bench/RESULTS.md
+   "2026-12-03-yield" a step took 14-22 us unpinned, but 4-5 us with all
+   threads on one CPU, where a wake-up is only a switch.
+
+   So a waiter first yields its CPU, up to WEFT_YIELD_WAIT times
+   (core/tunables.h) and for at most YIELD_WAIT_NS, and looks at the
+   lock after each yield.  A yield hands the CPU to any thread that is
+   ready on it (the holder among them, if it waits for this CPU), and
+   returns at once when there is none, so the CPU never halts while the
+   yielder waits, and a release with nobody asleep makes no futex call.
+   Only as many waiters yield at once as the yielder may use CPUs
+   (spin_policy_cpus): more would take turns with each other on every
+   CPU and with the threads that could make progress; with all walkers
+   of the ring yielding and none capped, the ring on one CPU ran at
+   0.6x its speed with sleeps.  Real-time threads never yield (a yield
+   would pass the CPU only to threads of their own priority, and their
+   order in the kernel's futex queue is the priority order). */
+#ifndef WEFT_CORE_YIELD_WAIT_H
+#define WEFT_CORE_YIELD_WAIT_H
+
+#include "kernel/sched.h"
+#include "spin_policy.h"
+#include "tunables.h"
+
+/* The longest a waiter keeps yielding, from its first yield
+   (CLOCK_MONOTONIC): a yield that handed the CPU to other threads for
+   their time slices makes it stop and sleep, so that a busy machine
+   does not keep it away from a lock freed meanwhile. */
+#ifndef YIELD_WAIT_NS
+#define YIELD_WAIT_NS 50000
+#endif
+
+/* Waiters yielding now, process-wide: every yielder's entry and exit
+   writes it, so it has a cache line of its own (the type's size is 64). */
+struct yield_waiters {
+	int n;
+} __attribute__((aligned(64)));
+extern struct yield_waiters yield_waiters;
+
+/* Takes a yielder's place: 1 when this thread may yield now (the
+   tunable is on and fewer waiters than its CPUs yield already), 0 when
+   it must sleep.  Only after spin_worthwhile in the same slow path. */
+static inline int yield_wait_enter(void)
+{
+	int cap = (int)spin_policy_cpus();
+
+	if (weft_tunables.yield_waits == 0 ||
+	    __atomic_load_n(&yield_waiters.n, __ATOMIC_RELAXED) >= cap)
+		return 0;
+	if (__atomic_fetch_add(&yield_waiters.n, 1, __ATOMIC_RELAXED) < cap)
+		return 1;
+	__atomic_fetch_sub(&yield_waiters.n, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static inline void yield_wait_leave(void)
+{
+	__atomic_fetch_sub(&yield_waiters.n, 1, __ATOMIC_RELAXED);
+}
+
+long yield_wait_now_ns(void);
+
+#endif

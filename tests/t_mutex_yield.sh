@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A mutex waiter yields before it sleeps (WEFT_YIELD_WAIT; docs/sync.md,
+# "A waiter yields before it sleeps").  Runs the lock ring under load
+# (tests/t_mutex_ring.c: more walkers than CPUs, four mutex types, timed
+# locks, a hog that forces the fairness hand-off; it checks mutual
+# exclusion, the checksum and every entry count) three ways, with
+# WEFT_STATS=1 so that weft counts the yielding waiters:
+#   - the default: the ring passes, and waiters yielded (yield_waits > 0)
+#     and some took their mutex so (0 < yield_takes <= yield_waits): the
+#     path ran and was correct;
+#   - all walkers on one CPU (taskset -c 0): the same (one yielder at a
+#     time still yields), in a run that saw contention (up to five runs:
+#     the ring has no start gate, and a run may have none);
+#   - WEFT_YIELD_WAIT=0: the ring passes and nobody yielded.
+#   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
+# Usage: bash tests/t_mutex_yield.sh linked|preload   (env WEFT_LIB)
+set -u
+mode=${1:?mode}
+lib=${WEFT_LIB:?}
+build=$(dirname "$lib")
+prog="$build/tests/$mode/t_mutex_ring"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -x "$prog" ] || { echo "FAIL: $prog not built" >&2; exit 1; }
+
+run() { # label, then env assignments and an optional command prefix
+	local label=$1
+	shift
+	if [ "$mode" = linked ]; then
+		env WEFT_STATS=1 "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
+	else
+		env WEFT_STATS=1 LD_PRELOAD="$lib" "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
+	fi
+	local rc=$?
+	[ $rc -eq 0 ] || fail "$label: expected the ring to pass (exit 0), got exit $rc: $(cat "$tmp/$label.out" "$tmp/$label.err")"
+	head=$(grep '^weft-stats: contended_locks=' "$tmp/$label.err")
+	echo "$label: $head"
+	contended=$(sed -n 's/.* waits=\([0-9]*\).*/\1/p' <<<" $head")
+	waits=$(sed -n 's/.* yield_waits=\([0-9]*\).*/\1/p' <<<"$head")
+	takes=$(sed -n 's/.* yield_takes=\([0-9]*\).*/\1/p' <<<"$head")
+	if [ -z "$waits" ] || [ -z "$takes" ]; then
+		fail "$label: expected yield_waits= and yield_takes= in the WEFT_STATS summary, got '$head'"
+		waits=-1 takes=-1
+	fi
+}
+
+run default
+if [ "$waits" -le 0 ] || [ "$takes" -le 0 ] || [ "$takes" -gt "$waits" ]; then
+	fail "default: expected 0 < yield_takes <= yield_waits, got yield_waits=$waits yield_takes=$takes"
+fi
+
+if command -v taskset >/dev/null; then
+	# The ring has no start gate: on one CPU the first walkers may go
+	# round it alone before the others start, and a run may see no
+	# contention at all (then nobody had a reason to yield): run again.
+	for try in 1 2 3 4 5; do
+		run onecpu taskset -c 0
+		[ "${contended:-0}" -gt 0 ] && break
+	done
+	[ "${contended:-0}" -gt 0 ] || fail "taskset -c 0: five runs without a single contended lock"
+	if [ "$waits" -le 0 ] || [ "$takes" -le 0 ] || [ "$takes" -gt "$waits" ]; then
+		fail "taskset -c 0: expected 0 < yield_takes <= yield_waits, got yield_waits=$waits yield_takes=$takes"
+	fi
+else
+	echo "no taskset: the one-CPU run left out"
+fi
+
+run off WEFT_YIELD_WAIT=0
+[ "$waits" = 0 ] || fail "WEFT_YIELD_WAIT=0: expected yield_waits=0, got '$waits'"
+
+[ $fails -eq 0 ] && echo "PASS: t_mutex_yield ($mode)"
+[ $fails -eq 0 ]
