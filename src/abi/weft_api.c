@@ -52,7 +52,8 @@ static void print_mutex_kinds(int fd)
 {
 	static const char *const kinds[] = {
 		"normal, recursive, error-checking, adaptive (private): one CAS to "
-		"lock and one to unlock; spins only while nobody sleeps; waiters "
+		"lock and one to unlock; spins, then yields the CPU (WEFT_YIELD_WAIT), "
+		"only while nobody sleeps; waiters "
 		"woken highest real-time priority first; a SCHED_OTHER waiter "
 		"starving for 1 ms is handed the mutex, never ahead of real-time "
 		"waiters; condvar wake-ups wait for the release",
@@ -133,6 +134,9 @@ WEFT_EXPORT void weft_print_info(int fd)
 	dprintf(fd, "  WEFT_STATS_TOP=%zu (contended locks listed, 0 = all; "
 		    "default %lu)\n",
 		weft_tunables.stats_top, WEFT_STATS_TOP_DEFAULT);
+	dprintf(fd, "  WEFT_YIELD_WAIT=%u (yields of a mutex waiter before it sleeps, "
+		    "0 = none; default %u)\n",
+		weft_tunables.yield_waits, WEFT_YIELD_WAIT_DEFAULT);
 	dprintf(fd, "default stack size: %zu\n", stack_default_size());
 	print_mutex_kinds(fd);
 }
