@@ -39,7 +39,7 @@ int spin_policy_refresh(void)
 	return cpus >= 2;
 }
 
-static long now_ns(void)
+long spin_clock_ns(void)
 {
 	struct timespec ts;
 
@@ -54,7 +54,7 @@ long spin_look_now(const int *holder, long *start)
 
 	if (!runstate_may_run(__atomic_load_n(holder, __ATOMIC_RELAXED)))
 		return -1;
-	now = now_ns();
+	now = spin_clock_ns();
 	if (!*start)
 		*start = now;
 	return now - *start < SPIN_NS ? now - *start : -1;

@@ -105,6 +105,9 @@ struct spin {
 
 long spin_look_now(const int *holder, long *start);
 
+/* CLOCK_MONOTONIC in nanoseconds: the clock of spins and yields. */
+long spin_clock_ns(void);
+
 /* One round of a spin, after a look at the lock that did not get it:
    -1 to stop spinning, else how long it has spun (as of the last look
    at the clock).  Now and then (the first round, then every round once

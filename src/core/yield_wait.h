@@ -8,7 +8,7 @@
    first run that CPU again, tens of microseconds, and the waiter runs
    only then.  The lock ring with more threads than CPUs is a chain of
    such wake-ups: on the 2-CPU KVM guest of bench/RESULTS.md
-   "2026-12-03-yield" a step took 14-22 us unpinned, but 4-5 us with all
+   "2026-12-03-yield" a step took 13-22 us unpinned, but 4-5 us with all
    threads on one CPU, where a wake-up is only a switch.
 
    So a waiter first yields its CPU, up to WEFT_YIELD_WAIT times
@@ -46,15 +46,14 @@ struct yield_waiters {
 } __attribute__((aligned(64)));
 extern struct yield_waiters yield_waiters;
 
-/* Takes a yielder's place: 1 when this thread may yield now (the
-   tunable is on and fewer waiters than its CPUs yield already), 0 when
-   it must sleep.  Only after spin_worthwhile in the same slow path. */
+/* Takes a yielder's place: 1 when this thread may yield now (fewer
+   waiters than its CPUs yield already), 0 when it must sleep.  Only
+   after spin_worthwhile in the same slow path. */
 static inline int yield_wait_enter(void)
 {
 	int cap = (int)spin_policy_cpus();
 
-	if (weft_tunables.yield_waits == 0 ||
-	    __atomic_load_n(&yield_waiters.n, __ATOMIC_RELAXED) >= cap)
+	if (__atomic_load_n(&yield_waiters.n, __ATOMIC_RELAXED) >= cap)
 		return 0;
 	if (__atomic_fetch_add(&yield_waiters.n, 1, __ATOMIC_RELAXED) < cap)
 		return 1;
@@ -66,7 +65,5 @@ static inline void yield_wait_leave(void)
 {
 	__atomic_fetch_sub(&yield_waiters.n, 1, __ATOMIC_RELAXED);
 }
-
-long yield_wait_now_ns(void);
 
 #endif

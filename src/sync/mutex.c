@@ -245,10 +245,10 @@ static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 	int took = 0;
 	long start;
 
-	if (has_sleepers(w) || self_realtime() || !yield_wait_enter())
+	if (n == 0 || has_sleepers(w) || self_realtime() || !yield_wait_enter())
 		return 0;
 	runstate_blocked(1);
-	start = yield_wait_now_ns();
+	start = spin_clock_ns();
 	for (unsigned i = 0; i < n; i++) {
 		sys_sched_yield();
 		/* Free (deferred condvar wake-ups may be in the word): take
@@ -259,7 +259,7 @@ static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 			break;
 		}
 		if (has_sleepers(w) ||
-		    yield_wait_now_ns() - start >= YIELD_WAIT_NS)
+		    spin_clock_ns() - start >= YIELD_WAIT_NS)
 			break;
 	}
 	runstate_blocked(0);
