@@ -64,7 +64,7 @@ static ino_t out_ino;
 static struct ls_block *ls_head;
 static unsigned long ls_lost; /* waits not recorded: mmap failed */
 /* waiters that yielded before a sleep, and those that took the mutex so */
-static unsigned long yield_waits, yield_takes;
+static unsigned long yield_waits, yield_takes, cond_yields, cond_yield_picks;
 
 /* libweft's own code: the frame walk stops at the first return address
    outside it.  Empty when weft is linked statically into the program,
@@ -204,6 +204,8 @@ void stats_reset_in_child(void)
 		ls_lost = 0;
 	if (yield_waits)
 		yield_waits = yield_takes = 0;
+	if (cond_yields)
+		cond_yields = cond_yield_picks = 0;
 }
 
 void stats_count_yield_wait(int took)
@@ -211,6 +213,13 @@ void stats_count_yield_wait(int took)
 	__atomic_fetch_add(&yield_waits, 1, __ATOMIC_RELAXED);
 	if (took)
 		__atomic_fetch_add(&yield_takes, 1, __ATOMIC_RELAXED);
+}
+
+void stats_count_cond_yield(int picked)
+{
+	__atomic_fetch_add(&cond_yields, 1, __ATOMIC_RELAXED);
+	if (picked)
+		__atomic_fetch_add(&cond_yield_picks, 1, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------ the report */
@@ -431,6 +440,8 @@ static void report_locks(void)
 	put_kv(&l, "shown", top);
 	put_kv(&l, "yield_waits", yield_waits);
 	put_kv(&l, "yield_takes", yield_takes);
+	put_kv(&l, "cond_yields", cond_yields);
+	put_kv(&l, "cond_yield_picks", cond_yield_picks);
 	if (ls_lost)
 		put_kv(&l, "unrecorded_waits", ls_lost);
 	emit(&l);

@@ -55,6 +55,10 @@ void lockstat_record(const volatile void *lock, enum lockstat_kind kind,
    counted with WEFT_STATS on; `took`: the waiter took the mutex. */
 void stats_count_yield_wait(int took);
 
+/* The same for a condition variable waiter (sync/cond.c node_yield);
+   `picked`: a signal or broadcast picked it while it yielded. */
+void stats_count_cond_yield(int picked);
+
 /* From start-up when WEFT_STATS is set: registers the report at exit. */
 void stats_init(void);
 /* In a fork child: its counters start from zero (as weft_counters). */

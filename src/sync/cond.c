@@ -36,6 +36,8 @@
 #include "core/cancel.h"
 #include "core/rt_hint.h"
 #include "core/runstate.h"
+#include "core/stats.h"
+#include "core/yield_wait.h"
 #include "cond.h"
 #include "mutex_kinds.h"
 #include "core/thread.h"
@@ -650,6 +652,43 @@ static void claimed_wait(struct cnode *n, int st)
 	futex_wait(&n->state, st, WEFT_FUTEX_PRIVATE);
 }
 
+/* Yields the CPU for a while before the first sleep; 1 when the node
+   was picked meanwhile.  The reason is the mutex waiter's
+   (core/yield_wait.h): a signal to a waiter asleep on an idle CPU
+   waits for that CPU to wake, tens of microseconds on a guest whose
+   idle CPUs halt, and the waiter that yields keeps its CPU awake and
+   sees its node's state change at its next look.  It changes nothing in
+   the protocol: the node stays WAITING on the list, and the yields only
+   come before the first look-and-sleep of node_sleep, which reads its
+   words again after them.  Untimed waits of threads of no real-time
+   policy only (a real-time waiter's futex queue is its priority order),
+   within the process-wide cap of yielders that mutex waiters share. */
+static __attribute__((noinline)) int node_yield(struct cnode *n)
+{
+	unsigned k = weft_tunables.yield_waits;
+	int picked = 0;
+	long start;
+
+	if (k == 0 || n->prio > 0 || !yield_wait_enter())
+		return 0;
+	runstate_blocked(1);
+	start = spin_clock_ns();
+	for (unsigned i = 0; i < k; i++) {
+		sys_sched_yield();
+		if (__atomic_load_n(&n->state, __ATOMIC_RELAXED) != CN_WAITING) {
+			picked = 1;
+			break;
+		}
+		if (spin_clock_ns() - start >= YIELD_WAIT_NS)
+			break;
+	}
+	runstate_blocked(0);
+	yield_wait_leave();
+	if (stats_enabled())
+		stats_count_cond_yield(picked);
+	return picked;
+}
+
 /* Waits until the node is picked, or the deadline passes: on the node's
    own word, or a herd waiter on its mutex's herd_seq.  Returns 0
    (picked) or ETIMEDOUT (left the list). */
@@ -658,6 +697,7 @@ static int node_sleep(struct wait_ctx *x, int clock,
 {
 	struct cnode *n = &x->node;
 	int *herd_seq = &n->mutex->herd_seq;
+	int yielded = abstime != NULL;
 
 	for (;;) {
 		int s = n->herd_bit ? __atomic_load_n(herd_seq, __ATOMIC_ACQUIRE)
@@ -672,6 +712,11 @@ static int node_sleep(struct wait_ctx *x, int clock,
 			   and it may no longer be cancelled or time out. */
 			claimed_wait(n, st);
 			continue;
+		}
+		if (!yielded) {
+			yielded = 1;
+			if (node_yield(n))
+				continue;
 		}
 		runstate_blocked(1);
 		if (n->herd_bit)

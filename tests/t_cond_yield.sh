@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# A condition variable waiter yields before it sleeps (WEFT_YIELD_WAIT;
+# docs/sync.md, "A waiter yields before it sleeps").  Runs the broadcast
+# storm (tests/t_cond_storm.c: broadcasts under the mutex, after its
+# release and while another thread holds it, to untimed waiters that
+# must all come back every round, waiters whose deadlines expire all the
+# time and waiters cancelled in their wait; 17 threads on 2 CPUs; every
+# wake counted) three ways, with WEFT_STATS=1 so that weft counts the
+# yielding condvar waiters:
+#   - the default: the storm passes, waiters yielded (cond_yields > 0)
+#     and some were picked while they yielded
+#     (0 < cond_yield_picks <= cond_yields): the path ran and lost no
+#     wake-up;
+#   - all threads on one CPU (taskset -c 0): the same (one yielder at a
+#     time);
+#   - WEFT_YIELD_WAIT=0: the storm passes and nobody yielded.
+#   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
+# Usage: bash tests/t_cond_yield.sh linked|preload   (env WEFT_LIB)
+set -u
+mode=${1:?mode}
+lib=${WEFT_LIB:?}
+build=$(dirname "$lib")
+prog="$build/tests/$mode/t_cond_storm"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -x "$prog" ] || { echo "FAIL: $prog not built" >&2; exit 1; }
+
+run() { # label, then env assignments and an optional command prefix
+	local label=$1
+	shift
+	if [ "$mode" = linked ]; then
+		env WEFT_STATS=1 "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
+	else
+		env WEFT_STATS=1 LD_PRELOAD="$lib" "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
+	fi
+	local rc=$?
+	[ $rc -eq 0 ] || fail "$label: expected the storm to pass (exit 0), got exit $rc: $(cat "$tmp/$label.out" "$tmp/$label.err")"
+	head=$(grep '^weft-stats: contended_locks=' "$tmp/$label.err")
+	echo "$label: $head"
+	yields=$(sed -n 's/.* cond_yields=\([0-9]*\).*/\1/p' <<<"$head")
+	picks=$(sed -n 's/.* cond_yield_picks=\([0-9]*\).*/\1/p' <<<"$head")
+	if [ -z "$yields" ] || [ -z "$picks" ]; then
+		fail "$label: expected cond_yields= and cond_yield_picks= in the WEFT_STATS summary, got '$head'"
+		yields=-1 picks=-1
+	fi
+}
+
+check_yielded() { # label
+	if [ "$yields" -le 0 ] || [ "$picks" -le 0 ] || [ "$picks" -gt "$yields" ]; then
+		fail "$1: expected 0 < cond_yield_picks <= cond_yields, got cond_yields=$yields cond_yield_picks=$picks"
+	fi
+}
+
+run default
+check_yielded default
+if command -v taskset >/dev/null; then
+	run onecpu taskset -c 0
+	check_yielded "taskset -c 0"
+else
+	echo "no taskset: the one-CPU run left out"
+fi
+run off WEFT_YIELD_WAIT=0
+[ "$yields" = 0 ] || fail "WEFT_YIELD_WAIT=0: expected cond_yields=0, got '$yields'"
+
+[ $fails -eq 0 ] && echo "PASS: t_cond_yield ($mode)"
+[ $fails -eq 0 ]
