@@ -23,7 +23,11 @@
    of the ring yielding and none capped, the ring on one CPU ran at
    0.6x its speed with sleeps.  Real-time threads never yield (a yield
    would pass the CPU only to threads of their own priority, and their
-   order in the kernel's futex queue is the priority order). */
+   order in the kernel's futex queue is the priority order).
+
+   Untimed condition variable waiters yield the same way before their
+   first sleep (sync/cond.c node_yield), within the same cap: a signal
+   or broadcast to a sleeper on an idle CPU pays the same wake-up. */
 #ifndef WEFT_CORE_YIELD_WAIT_H
 #define WEFT_CORE_YIELD_WAIT_H
 
