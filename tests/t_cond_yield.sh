@@ -27,22 +27,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -x "$prog" ] || { echo "FAIL: $prog not built" >&2; exit 1; }
 
+# shellcheck source=tests/yield_stats.sh
+. "$(dirname "$0")/yield_stats.sh"
+
 run() { # label, then env assignments and an optional command prefix
-	local label=$1
-	shift
-	if [ "$mode" = linked ]; then
-		env WEFT_STATS=1 "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
-	else
-		env WEFT_STATS=1 LD_PRELOAD="$lib" "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
-	fi
-	local rc=$?
-	[ $rc -eq 0 ] || fail "$label: expected the storm to pass (exit 0), got exit $rc: $(cat "$tmp/$label.out" "$tmp/$label.err")"
-	head=$(grep '^weft-stats: contended_locks=' "$tmp/$label.err")
-	echo "$label: $head"
-	yields=$(sed -n 's/.* cond_yields=\([0-9]*\).*/\1/p' <<<"$head")
-	picks=$(sed -n 's/.* cond_yield_picks=\([0-9]*\).*/\1/p' <<<"$head")
+	stats_run "$@"
+	yields=$(stats_field cond_yields)
+	picks=$(stats_field cond_yield_picks)
 	if [ -z "$yields" ] || [ -z "$picks" ]; then
-		fail "$label: expected cond_yields= and cond_yield_picks= in the WEFT_STATS summary, got '$head'"
+		fail "$1: expected cond_yields= and cond_yield_picks= in the WEFT_STATS summary, got '$head'"
 		yields=-1 picks=-1
 	fi
 }

@@ -25,23 +25,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -x "$prog" ] || { echo "FAIL: $prog not built" >&2; exit 1; }
 
+# shellcheck source=tests/yield_stats.sh
+. "$(dirname "$0")/yield_stats.sh"
+
 run() { # label, then env assignments and an optional command prefix
-	local label=$1
-	shift
-	if [ "$mode" = linked ]; then
-		env WEFT_STATS=1 "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
-	else
-		env WEFT_STATS=1 LD_PRELOAD="$lib" "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
-	fi
-	local rc=$?
-	[ $rc -eq 0 ] || fail "$label: expected the ring to pass (exit 0), got exit $rc: $(cat "$tmp/$label.out" "$tmp/$label.err")"
-	head=$(grep '^weft-stats: contended_locks=' "$tmp/$label.err")
-	echo "$label: $head"
-	contended=$(sed -n 's/.* waits=\([0-9]*\).*/\1/p' <<<" $head")
-	waits=$(sed -n 's/.* yield_waits=\([0-9]*\).*/\1/p' <<<"$head")
-	takes=$(sed -n 's/.* yield_takes=\([0-9]*\).*/\1/p' <<<"$head")
+	stats_run "$@"
+	contended=$(stats_field waits)
+	waits=$(stats_field yield_waits)
+	takes=$(stats_field yield_takes)
 	if [ -z "$waits" ] || [ -z "$takes" ]; then
-		fail "$label: expected yield_waits= and yield_takes= in the WEFT_STATS summary, got '$head'"
+		fail "$1: expected yield_waits= and yield_takes= in the WEFT_STATS summary, got '$head'"
 		waits=-1 takes=-1
 	fi
 }
