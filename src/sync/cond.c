@@ -669,7 +669,12 @@ static __attribute__((noinline)) int node_yield(struct cnode *n)
 	int picked = 0;
 	long start;
 
-	if (k == 0 || n->prio > 0 || !yield_wait_enter())
+	if (k == 0 || n->prio > 0)
+		return 0;
+	/* Refreshes the cached CPU count that the yielders' cap reads
+	   (a thread that never waited for a mutex has none yet). */
+	(void)spin_worthwhile();
+	if (!yield_wait_enter())
 		return 0;
 	runstate_blocked(1);
 	start = spin_clock_ns();
