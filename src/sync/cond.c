@@ -662,7 +662,10 @@ static void claimed_wait(struct cnode *n, int st)
    come before the first look-and-sleep of node_sleep, which reads its
    words again after them.  Untimed waits of threads of no real-time
    policy only (a real-time waiter's futex queue is its priority order),
-   within the process-wide cap of yielders that mutex waiters share. */
+   free to run on two or more CPUs (confined to one, the waker runs on
+   the waiter's own CPU, and a wake-up there is only a switch: yielding
+   measured slower, docs/sync.md), within the process-wide cap of
+   yielders that mutex waiters share. */
 static __attribute__((noinline)) int node_yield(struct cnode *n)
 {
 	unsigned k = weft_tunables.yield_waits;
@@ -671,9 +674,10 @@ static __attribute__((noinline)) int node_yield(struct cnode *n)
 
 	if (k == 0 || n->prio > 0)
 		return 0;
-	/* Refreshes the cached CPU count that the yielders' cap reads
+	/* Also refreshes the cached CPU count that the yielders' cap reads
 	   (a thread that never waited for a mutex has none yet). */
-	(void)spin_worthwhile();
+	if (!spin_worthwhile())
+		return 0;
 	if (!yield_wait_enter())
 		return 0;
 	runstate_blocked(1);
