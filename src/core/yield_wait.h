@@ -25,9 +25,11 @@
    would pass the CPU only to threads of their own priority, and their
    order in the kernel's futex queue is the priority order).
 
-   Untimed condition variable waiters yield the same way before their
-   first sleep (sync/cond.c node_yield), within the same cap: a signal
-   or broadcast to a sleeper on an idle CPU pays the same wake-up. */
+   Untimed condition variable waiters free to run on two or more CPUs
+   yield the same way before their first sleep (sync/cond.c node_yield),
+   within the same cap: a signal or broadcast to a sleeper on an idle
+   CPU pays the same wake-up.  Both share the frame of a turn of yields
+   (yield_turn_begin, below). */
 #ifndef WEFT_CORE_YIELD_WAIT_H
 #define WEFT_CORE_YIELD_WAIT_H
 
@@ -68,6 +70,58 @@ static inline int yield_wait_enter(void)
 static inline void yield_wait_leave(void)
 {
 	__atomic_fetch_sub(&yield_waiters.n, 1, __ATOMIC_RELAXED);
+}
+
+/* A waiter's turn of yields, the frame the yielding waiters share:
+
+	struct yield_turn t;
+
+	if (!yield_turn_begin(&t))
+		sleep at once;
+	while (yield_turn_yield(&t))
+		if (what we wait for happened)
+			break;
+	yield_turn_end(&t);
+
+   Between begin and end the thread holds a yielder's place and counts
+   as blocked for spinners (core/runstate.h: a spinner stops waiting for
+   it, as for a sleeper). */
+struct yield_turn {
+	unsigned left; /* yields still allowed */
+	long start;    /* spin_clock_ns at the first yield */
+};
+
+/* 1 when the caller may yield now (WEFT_YIELD_WAIT is not 0 and a
+   yielder's place is free: yield_wait_enter, with its contract); then
+   yield_turn_end must follow. */
+static inline int yield_turn_begin(struct yield_turn *t)
+{
+	t->left = weft_tunables.yield_waits;
+	if (t->left == 0 || !yield_wait_enter())
+		return 0;
+	runstate_blocked(1);
+	t->start = spin_clock_ns();
+	return 1;
+}
+
+/* Yields once, and returns 1, unless the turn is over: WEFT_YIELD_WAIT
+   yields made, or YIELD_WAIT_NS passed since the first. */
+static inline int yield_turn_yield(struct yield_turn *t)
+{
+	if (t->left == 0 ||
+	    (t->left < weft_tunables.yield_waits &&
+	     spin_clock_ns() - t->start >= YIELD_WAIT_NS))
+		return 0;
+	t->left--;
+	sys_sched_yield();
+	return 1;
+}
+
+static inline void yield_turn_end(struct yield_turn *t)
+{
+	(void)t;
+	runstate_blocked(0);
+	yield_wait_leave();
 }
 
 #endif

@@ -668,31 +668,21 @@ static void claimed_wait(struct cnode *n, int st)
    yielders that mutex waiters share. */
 static __attribute__((noinline)) int node_yield(struct cnode *n)
 {
-	unsigned k = weft_tunables.yield_waits;
+	struct yield_turn t;
 	int picked = 0;
-	long start;
 
-	if (k == 0 || n->prio > 0)
+	/* spin_worthwhile also refreshes the cached CPU count that the
+	   yielders' cap reads (a thread that never waited for a mutex has
+	   none yet). */
+	if (n->prio > 0 || !spin_worthwhile() || !yield_turn_begin(&t))
 		return 0;
-	/* Also refreshes the cached CPU count that the yielders' cap reads
-	   (a thread that never waited for a mutex has none yet). */
-	if (!spin_worthwhile())
-		return 0;
-	if (!yield_wait_enter())
-		return 0;
-	runstate_blocked(1);
-	start = spin_clock_ns();
-	for (unsigned i = 0; i < k; i++) {
-		sys_sched_yield();
+	while (yield_turn_yield(&t)) {
 		if (__atomic_load_n(&n->state, __ATOMIC_RELAXED) != CN_WAITING) {
 			picked = 1;
 			break;
 		}
-		if (spin_clock_ns() - start >= YIELD_WAIT_NS)
-			break;
 	}
-	runstate_blocked(0);
-	yield_wait_leave();
+	yield_turn_end(&t);
 	if (stats_enabled())
 		stats_count_cond_yield(picked);
 	return picked;

@@ -241,16 +241,12 @@ static inline int spin_may_pay(struct wmutex *w)
    of line: lock_plain's frame stays as small as it was. */
 static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 {
-	unsigned n = weft_tunables.yield_waits;
+	struct yield_turn t;
 	int took = 0;
-	long start;
 
-	if (n == 0 || has_sleepers(w) || self_realtime() || !yield_wait_enter())
+	if (has_sleepers(w) || self_realtime() || !yield_turn_begin(&t))
 		return 0;
-	runstate_blocked(1);
-	start = spin_clock_ns();
-	for (unsigned i = 0; i < n; i++) {
-		sys_sched_yield();
+	while (yield_turn_yield(&t)) {
 		/* Free (deferred condvar wake-ups may be in the word): take
 		   it as any waiter does; one taken meanwhile is marked by
 		   that and the caller sleeps. */
@@ -258,12 +254,10 @@ static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 			took = take_or_mark(w, 0) == 0;
 			break;
 		}
-		if (has_sleepers(w) ||
-		    spin_clock_ns() - start >= YIELD_WAIT_NS)
+		if (has_sleepers(w))
 			break;
 	}
-	runstate_blocked(0);
-	yield_wait_leave();
+	yield_turn_end(&t);
 	if (stats_enabled())
 		stats_count_yield_wait(took);
 	return took;
