@@ -134,7 +134,7 @@ WEFT_EXPORT void weft_print_info(int fd)
 	dprintf(fd, "  WEFT_STATS_TOP=%zu (contended locks listed, 0 = all; "
 		    "default %lu)\n",
 		weft_tunables.stats_top, WEFT_STATS_TOP_DEFAULT);
-	dprintf(fd, "  WEFT_YIELD_WAIT=%u (yields of a mutex or condvar waiter before it sleeps, "
+	dprintf(fd, "  WEFT_YIELD_WAIT=%u (yields of a mutex, condvar or semaphore waiter before it sleeps, "
 		    "0 = none; default %u)\n",
 		weft_tunables.yield_waits, WEFT_YIELD_WAIT_DEFAULT);
 	dprintf(fd, "default stack size: %zu\n", stack_default_size());

@@ -65,6 +65,7 @@ static struct ls_block *ls_head;
 static unsigned long ls_lost; /* waits not recorded: mmap failed */
 /* waiters that yielded before a sleep, and those that took the mutex so */
 static unsigned long yield_waits, yield_takes, cond_yields, cond_yield_picks;
+static unsigned long sem_yields, sem_yield_takes;
 
 /* libweft's own code: the frame walk stops at the first return address
    outside it.  Empty when weft is linked statically into the program,
@@ -206,6 +207,8 @@ void stats_reset_in_child(void)
 		yield_waits = yield_takes = 0;
 	if (cond_yields)
 		cond_yields = cond_yield_picks = 0;
+	if (sem_yields)
+		sem_yields = sem_yield_takes = 0;
 }
 
 void stats_count_yield_wait(int took)
@@ -220,6 +223,13 @@ void stats_count_cond_yield(int picked)
 	__atomic_fetch_add(&cond_yields, 1, __ATOMIC_RELAXED);
 	if (picked)
 		__atomic_fetch_add(&cond_yield_picks, 1, __ATOMIC_RELAXED);
+}
+
+void stats_count_sem_yield(int took)
+{
+	__atomic_fetch_add(&sem_yields, 1, __ATOMIC_RELAXED);
+	if (took)
+		__atomic_fetch_add(&sem_yield_takes, 1, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------ the report */
@@ -442,6 +452,8 @@ static void report_locks(void)
 	put_kv(&l, "yield_takes", yield_takes);
 	put_kv(&l, "cond_yields", cond_yields);
 	put_kv(&l, "cond_yield_picks", cond_yield_picks);
+	put_kv(&l, "sem_yields", sem_yields);
+	put_kv(&l, "sem_yield_takes", sem_yield_takes);
 	if (ls_lost)
 		put_kv(&l, "unrecorded_waits", ls_lost);
 	emit(&l);

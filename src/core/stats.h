@@ -59,6 +59,10 @@ void stats_count_yield_wait(int took);
    `picked`: a signal or broadcast picked it while it yielded. */
 void stats_count_cond_yield(int picked);
 
+/* And for a semaphore waiter (sync/sem.c sem_yield); `took`: it took a
+   unit while it yielded. */
+void stats_count_sem_yield(int took);
+
 /* From start-up when WEFT_STATS is set: registers the report at exit. */
 void stats_init(void);
 /* In a fork child: its counters start from zero (as weft_counters). */

@@ -42,8 +42,9 @@ struct weft_tunables {
 	   most waited-for first; 0 lists them all. */
 	size_t stats_top;
 	/* WEFT_YIELD_WAIT: how many times a mutex waiter whose holder
-	   cannot release soon yields its CPU before it sleeps
-	   (core/yield_wait.h); 0 turns yielding off. */
+	   cannot release soon, or an untimed condvar or semaphore waiter,
+	   yields its CPU before it sleeps (core/yield_wait.h); 0 turns
+	   yielding off. */
 	unsigned yield_waits;
 };
 

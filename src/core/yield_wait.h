@@ -25,10 +25,11 @@
    would pass the CPU only to threads of their own priority, and their
    order in the kernel's futex queue is the priority order).
 
-   Untimed condition variable waiters free to run on two or more CPUs
-   yield the same way before their first sleep (sync/cond.c node_yield),
-   within the same cap: a signal or broadcast to a sleeper on an idle
-   CPU pays the same wake-up.  Both share the frame of a turn of yields
+   Untimed condition variable and semaphore waiters free to run on two
+   or more CPUs yield the same way before their first sleep (sync/cond.c
+   node_yield, sync/sem.c sem_yield), within the same cap: a signal, a
+   broadcast or a post to a sleeper on an idle CPU pays the same
+   wake-up.  The three share the frame of a turn of yields
    (yield_turn_begin, below). */
 #ifndef WEFT_CORE_YIELD_WAIT_H
 #define WEFT_CORE_YIELD_WAIT_H

@@ -24,6 +24,9 @@
 #include <semaphore.h>
 
 #include "core/cancel.h"
+#include "core/rt_hint.h"
+#include "core/stats.h"
+#include "core/yield_wait.h"
 #include "kernel/futex.h"
 #include "sem.h"
 
@@ -114,6 +117,40 @@ int sem_do_trywait(sem_t *sem)
 	return take(s, &d, 0) ? 0 : EAGAIN;
 }
 
+/* Yields the CPU for a while before the waiter registers and sleeps;
+   1 when it took a unit meanwhile.  The reason is the condvar
+   waiter's (core/yield_wait.h): a post to a sleeper on an idle CPU
+   waits for that CPU to wake, tens of microseconds on a guest whose
+   idle CPUs halt, while a waiter that yields keeps its CPU awake and
+   takes the unit at its next look.  The yielder is not registered, so
+   a post meanwhile makes no futex call; a unit another thread takes
+   first only sends it on to register and sleep, as before.  Untimed
+   waits on private semaphores only, by threads of no real-time policy
+   free to run on two or more CPUs, within the process-wide cap of
+   yielders (the same rules as a condvar waiter's, sync/cond.c
+   node_yield). */
+static __attribute__((noinline)) int sem_yield(struct weft_sem *s)
+{
+	struct yield_turn t;
+	int took = 0;
+
+	if (rt_hint_self_priority() > 0 || !spin_worthwhile() ||
+	    !yield_turn_begin(&t))
+		return 0;
+	while (yield_turn_yield(&t)) {
+		uint64_t d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
+
+		if (take(s, &d, 0)) {
+			took = 1;
+			break;
+		}
+	}
+	yield_turn_end(&t);
+	if (stats_enabled())
+		stats_count_sem_yield(took);
+	return took;
+}
+
 /* A registered waiter being unwound by cancellation leaves the count
    (this file is compiled with -fexceptions for it). */
 struct sem_waiter {
@@ -141,6 +178,8 @@ static int sem_wait_deferred(sem_t *sem, clockid_t clock, const struct timespec 
 	cancel_test();
 	d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
 	if (take(s, &d, 0))
+		return 0;
+	if (!abstime && sem_priv(s) == WEFT_FUTEX_PRIVATE && sem_yield(s))
 		return 0;
 	d = __atomic_add_fetch(&s->data, SEM_ONE_WAITER, __ATOMIC_RELAXED);
 	w.armed = 1;
