@@ -18,53 +18,8 @@
 #   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
 # Usage: bash tests/t_cond_yield.sh linked|preload   (env WEFT_LIB)
 set -u
-mode=${1:?mode}
-lib=${WEFT_LIB:?}
-build=$(dirname "$lib")
-prog="$build/tests/$mode/t_cond_storm"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -x "$prog" ] || { echo "FAIL: $prog not built" >&2; exit 1; }
-
 # shellcheck source=tests/yield_stats.sh
 . "$(dirname "$0")/yield_stats.sh"
-
-run() { # label, then env assignments and an optional command prefix
-	stats_run "$@"
-	yields=$(stats_field cond_yields)
-	picks=$(stats_field cond_yield_picks)
-	if [ -z "$yields" ] || [ -z "$picks" ]; then
-		fail "$1: expected cond_yields= and cond_yield_picks= in the WEFT_STATS summary, got '$head'"
-		yields=-1 picks=-1
-	fi
-}
-
-check_yielded() { # label
-	if [ "$yields" -le 0 ] || [ "$picks" -le 0 ] || [ "$picks" -gt "$yields" ]; then
-		fail "$1: expected 0 < cond_yield_picks <= cond_yields, got cond_yields=$yields cond_yield_picks=$picks"
-	fi
-}
-
-check_none() { # label
-	[ "$yields" = 0 ] || fail "$1: expected cond_yields=0, got '$yields'"
-}
-
-run default
-if [ "$(nproc)" -ge 2 ]; then
-	check_yielded default
-else
-	check_none "default on one CPU"
-fi
-if command -v taskset >/dev/null; then
-	run onecpu taskset -c 0
-	check_none "taskset -c 0"
-else
-	echo "no taskset: the one-CPU run left out"
-fi
-run off WEFT_YIELD_WAIT=0
-check_none "WEFT_YIELD_WAIT=0"
-
-[ $fails -eq 0 ] && echo "PASS: t_cond_yield ($mode)"
-[ $fails -eq 0 ]
+yield_test_setup "${1:-}" t_cond_storm
+yield_three_ways cond_yields cond_yield_picks
+yield_test_done t_cond_yield

@@ -15,18 +15,9 @@
 #   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
 # Usage: bash tests/t_mutex_yield.sh linked|preload   (env WEFT_LIB)
 set -u
-mode=${1:?mode}
-lib=${WEFT_LIB:?}
-build=$(dirname "$lib")
-prog="$build/tests/$mode/t_mutex_ring"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -x "$prog" ] || { echo "FAIL: $prog not built" >&2; exit 1; }
-
 # shellcheck source=tests/yield_stats.sh
 . "$(dirname "$0")/yield_stats.sh"
+yield_test_setup "${1:-}" t_mutex_ring
 
 run() { # label, then env assignments and an optional command prefix
 	stats_run "$@"
@@ -63,5 +54,4 @@ fi
 run off WEFT_YIELD_WAIT=0
 [ "$waits" = 0 ] || fail "WEFT_YIELD_WAIT=0: expected yield_waits=0, got '$waits'"
 
-[ $fails -eq 0 ] && echo "PASS: t_mutex_yield ($mode)"
-[ $fails -eq 0 ]
+yield_test_done t_mutex_yield

@@ -15,53 +15,8 @@
 #   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
 # Usage: bash tests/t_sem_yield.sh linked|preload   (env WEFT_LIB)
 set -u
-mode=${1:?mode}
-lib=${WEFT_LIB:?}
-build=$(dirname "$lib")
-prog="$build/tests/$mode/t_sem_storm"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -x "$prog" ] || { echo "FAIL: $prog not built" >&2; exit 1; }
-
 # shellcheck source=tests/yield_stats.sh
 . "$(dirname "$0")/yield_stats.sh"
-
-run() { # label, then env assignments and an optional command prefix
-	stats_run "$@"
-	yields=$(stats_field sem_yields)
-	takes=$(stats_field sem_yield_takes)
-	if [ -z "$yields" ] || [ -z "$takes" ]; then
-		fail "$1: expected sem_yields= and sem_yield_takes= in the WEFT_STATS summary, got '$head'"
-		yields=-1 takes=-1
-	fi
-}
-
-check_yielded() { # label
-	if [ "$yields" -le 0 ] || [ "$takes" -le 0 ] || [ "$takes" -gt "$yields" ]; then
-		fail "$1: expected 0 < sem_yield_takes <= sem_yields, got sem_yields=$yields sem_yield_takes=$takes"
-	fi
-}
-
-check_none() { # label
-	[ "$yields" = 0 ] || fail "$1: expected sem_yields=0, got '$yields'"
-}
-
-run default
-if [ "$(nproc)" -ge 2 ]; then
-	check_yielded default
-else
-	check_none "default on one CPU"
-fi
-if command -v taskset >/dev/null; then
-	run onecpu taskset -c 0
-	check_none "taskset -c 0"
-else
-	echo "no taskset: the one-CPU run left out"
-fi
-run off WEFT_YIELD_WAIT=0
-check_none "WEFT_YIELD_WAIT=0"
-
-[ $fails -eq 0 ] && echo "PASS: t_sem_yield ($mode)"
-[ $fails -eq 0 ]
+yield_test_setup "${1:-}" t_sem_storm
+yield_three_ways sem_yields sem_yield_takes
+yield_test_done t_sem_yield
