@@ -14,6 +14,16 @@
 
 #define WEFT_EXPORT __attribute__((visibility("default")))
 
+/* An entry point whose fast path programs call in tight loops (a lock
+   and its release, a key's value, once): it starts a 64-byte line of
+   its own, so that its few hot instructions fall into one or two
+   lines, wherever the code linked before it ends.  Left to the linker,
+   pthread_mutex_lock's path crossed a line boundary after a change
+   elsewhere in the library, and a single-threaded lock + unlock pair
+   took 7.6 ns instead of 6.2 ns (glibc: 6.0 ns; bench/RESULTS.md,
+   2026-12-03-semyield). */
+#define WEFT_FAST_ENTRY WEFT_EXPORT __attribute__((hot, aligned(64)))
+
 /* glibc's own implementation of the exported function `name`, looked
    up once and cached: what an entry point calls when weft is not serving
    (fallback mode).  `name` must be declared (by a libc header) so that

@@ -43,7 +43,7 @@ __attribute__((noinline)) static int signal_slow(pthread_cond_t *c)
 	return cond_signal(wcond_of(c));
 }
 
-WEFT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
+WEFT_FAST_ENTRY int pthread_cond_signal(pthread_cond_t *c)
 {
 	if (__builtin_expect(nobody_to_wake(c), 1))
 		return 0;
@@ -57,7 +57,7 @@ __attribute__((noinline)) static int broadcast_slow(pthread_cond_t *c)
 	return cond_broadcast(wcond_of(c));
 }
 
-WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+WEFT_FAST_ENTRY int pthread_cond_broadcast(pthread_cond_t *c)
 {
 	if (__builtin_expect(nobody_to_wake(c), 1))
 		return 0;

@@ -53,7 +53,7 @@ __attribute__((noinline)) static int setspecific_slow(pthread_key_t key,
 	return tsd_set(key, (const void *)value);
 }
 
-WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
+WEFT_FAST_ENTRY void *pthread_getspecific(pthread_key_t key)
 {
 	struct weft_thread *t;
 	uintptr_t seq;
@@ -74,7 +74,7 @@ WEFT_EXPORT void *pthread_getspecific(pthread_key_t key)
 	return getspecific_slow(key);
 }
 
-WEFT_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
+WEFT_FAST_ENTRY int pthread_setspecific(pthread_key_t key, const void *value)
 {
 	struct weft_thread *t;
 	uintptr_t seq;

@@ -71,14 +71,14 @@ __attribute__((noinline, hot)) static int lock_slow(pthread_mutex_t *m)
 	return mutex_lock_slow(wmutex_of(m), CLOCK_REALTIME, NULL);
 }
 
-WEFT_EXPORT __attribute__((hot)) int pthread_mutex_lock(pthread_mutex_t *m)
+WEFT_FAST_ENTRY int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(weft_active_now() && mutex_lock_fast(wmutex_of(m)) == 0, 1))
 		return 0;
 	return lock_slow(m);
 }
 
-WEFT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+WEFT_FAST_ENTRY int pthread_mutex_trylock(pthread_mutex_t *m)
 {
 	if (!weft_serving())
 		return GLIBC_FN(pthread_mutex_trylock)(m);
@@ -123,7 +123,7 @@ __attribute__((noinline, hot)) static int unlock_slow(pthread_mutex_t *m)
 	return mutex_unlock_slow(wmutex_of(m));
 }
 
-WEFT_EXPORT __attribute__((hot)) int pthread_mutex_unlock(pthread_mutex_t *m)
+WEFT_FAST_ENTRY int pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(weft_active_now() && mutex_unlock_fast(wmutex_of(m)) == 0, 1))
 		return 0;

@@ -15,7 +15,7 @@ __attribute__((noinline)) static int once_not_done(pthread_once_t *once,
 	return once_slow(once, init);
 }
 
-WEFT_EXPORT int pthread_once(pthread_once_t *once, void (*init)(void))
+WEFT_FAST_ENTRY int pthread_once(pthread_once_t *once, void (*init)(void))
 {
 	/* Fast path: done already; the acquire pairs with the runner's
 	   release, so the routine's effects are visible.  No test of

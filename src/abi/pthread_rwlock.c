@@ -33,7 +33,7 @@ __attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *rw)
 	return rwlock_rdlock(rw, CLOCK_REALTIME, NULL);
 }
 
-WEFT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+WEFT_FAST_ENTRY int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
 {
 	if (__builtin_expect(weft_active_now() && rwlock_rdlock_fast(rwlock_of(rw)) == 0, 1))
 		return 0;
@@ -73,7 +73,7 @@ __attribute__((noinline)) static int wrlock_slow(pthread_rwlock_t *rw)
 	return rwlock_wrlock(rw, CLOCK_REALTIME, NULL);
 }
 
-WEFT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+WEFT_FAST_ENTRY int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
 {
 	if (__builtin_expect(weft_active_now() && rwlock_wrlock_fast(rwlock_of(rw)) == 0, 1))
 		return 0;
@@ -113,7 +113,7 @@ __attribute__((noinline)) static int unlock_slow(pthread_rwlock_t *rw)
 	return rwlock_unlock(rw);
 }
 
-WEFT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
+WEFT_FAST_ENTRY int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 {
 	if (__builtin_expect(weft_active_now() && rwlock_unlock_fast(rwlock_of(rw)) == 0, 1))
 		return 0;

@@ -18,7 +18,7 @@ WEFT_EXPORT int pthread_spin_destroy(pthread_spinlock_t *l)
 	return 0;
 }
 
-WEFT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+WEFT_FAST_ENTRY int pthread_spin_lock(pthread_spinlock_t *l)
 {
 	return spin_lock(l);
 }
@@ -28,7 +28,7 @@ WEFT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 	return spin_trylock(l);
 }
 
-WEFT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
+WEFT_FAST_ENTRY int pthread_spin_unlock(pthread_spinlock_t *l)
 {
 	return spin_unlock(l);
 }
