@@ -35,6 +35,7 @@
 #define WEFT_CORE_YIELD_WAIT_H
 
 #include "kernel/sched.h"
+#include "rt_hint.h"
 #include "spin_policy.h"
 #include "tunables.h"
 
@@ -88,32 +89,48 @@ static inline void yield_wait_leave(void)
    as blocked for spinners (core/runstate.h: a spinner stops waiting for
    it, as for a sleeper). */
 struct yield_turn {
-	unsigned left; /* yields still allowed */
-	long start;    /* spin_clock_ns at the first yield */
+	unsigned made, max; /* yields made, allowed (WEFT_YIELD_WAIT) */
+	long start;	    /* spin_clock_ns when the turn began */
 };
 
-/* 1 when the caller may yield now (WEFT_YIELD_WAIT is not 0 and a
-   yielder's place is free: yield_wait_enter, with its contract); then
-   yield_turn_end must follow. */
+/* 1 when the caller may yield now (WEFT_YIELD_WAIT is not 0, the
+   thread has no real-time policy, and a yielder's place is free:
+   yield_wait_enter, with its contract); then yield_turn_end must
+   follow. */
 static inline int yield_turn_begin(struct yield_turn *t)
 {
-	t->left = weft_tunables.yield_waits;
-	if (t->left == 0 || !yield_wait_enter())
+	t->made = 0;
+	t->max = weft_tunables.yield_waits;
+	if (t->max == 0 || rt_hint_self_priority() > 0 || !yield_wait_enter())
 		return 0;
 	runstate_blocked(1);
 	t->start = spin_clock_ns();
 	return 1;
 }
 
+/* yield_turn_begin for a waiter that another thread's signal, broadcast
+   or post wakes (condvar, semaphore), and only when it may run on two
+   or more CPUs: confined to one, its waker runs on its own CPU, a
+   wake-up there is only a switch, and yielding measured slower
+   (docs/sync.md, "A condvar waiter yields too").  spin_worthwhile also
+   refreshes the cached CPU count that the yielders' cap reads (a thread
+   that never waited for a mutex has none yet). */
+static inline int yield_turn_begin_woken(struct yield_turn *t)
+{
+	return spin_worthwhile() && yield_turn_begin(t);
+}
+
 /* Yields once, and returns 1, unless the turn is over: WEFT_YIELD_WAIT
-   yields made, or YIELD_WAIT_NS passed since the first. */
+   yields made, or YIELD_WAIT_NS passed since the turn began (not asked
+   before the first yield: the clock was read just before, and a
+   waiter woken at its first look, as in a forced alternation, pays
+   for no second read). */
 static inline int yield_turn_yield(struct yield_turn *t)
 {
-	if (t->left == 0 ||
-	    (t->left < weft_tunables.yield_waits &&
-	     spin_clock_ns() - t->start >= YIELD_WAIT_NS))
+	if (t->made == t->max ||
+	    (t->made && spin_clock_ns() - t->start >= YIELD_WAIT_NS))
 		return 0;
-	t->left--;
+	t->made++;
 	sys_sched_yield();
 	return 1;
 }

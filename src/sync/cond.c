@@ -666,15 +666,12 @@ static void claimed_wait(struct cnode *n, int st)
    the waiter's own CPU, and a wake-up there is only a switch: yielding
    measured slower, docs/sync.md), within the process-wide cap of
    yielders that mutex waiters share. */
-static __attribute__((noinline)) int node_yield(struct cnode *n)
+static __attribute__((noinline)) int node_yield(const struct cnode *n)
 {
 	struct yield_turn t;
 	int picked = 0;
 
-	/* spin_worthwhile also refreshes the cached CPU count that the
-	   yielders' cap reads (a thread that never waited for a mutex has
-	   none yet). */
-	if (n->prio > 0 || !spin_worthwhile() || !yield_turn_begin(&t))
+	if (!yield_turn_begin_woken(&t))
 		return 0;
 	while (yield_turn_yield(&t)) {
 		if (__atomic_load_n(&n->state, __ATOMIC_RELAXED) != CN_WAITING) {

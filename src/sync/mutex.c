@@ -244,7 +244,7 @@ static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 	struct yield_turn t;
 	int took = 0;
 
-	if (has_sleepers(w) || self_realtime() || !yield_turn_begin(&t))
+	if (has_sleepers(w) || !yield_turn_begin(&t))
 		return 0;
 	while (yield_turn_yield(&t)) {
 		/* Free (deferred condvar wake-ups may be in the word): take

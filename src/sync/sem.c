@@ -24,7 +24,6 @@
 #include <semaphore.h>
 
 #include "core/cancel.h"
-#include "core/rt_hint.h"
 #include "core/stats.h"
 #include "core/yield_wait.h"
 #include "kernel/futex.h"
@@ -134,8 +133,7 @@ static __attribute__((noinline)) int sem_yield(struct weft_sem *s)
 	struct yield_turn t;
 	int took = 0;
 
-	if (rt_hint_self_priority() > 0 || !spin_worthwhile() ||
-	    !yield_turn_begin(&t))
+	if (!yield_turn_begin_woken(&t))
 		return 0;
 	while (yield_turn_yield(&t)) {
 		uint64_t d = __atomic_load_n(&s->data, __ATOMIC_RELAXED);
