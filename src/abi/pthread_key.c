@@ -64,6 +64,12 @@ WEFT_FAST_ENTRY void *pthread_getspecific(pthread_key_t key)
 	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
 		void *value = t->tsd_inline[key].value;
 
+		/* No value is NULL whatever its sequence: returned at once,
+		   as glibc does, not through the stale path's jump (a key
+		   read before its first set is common: lazy per-thread
+		   state). */
+		if (value == NULL)
+			return NULL;
 		/* A hit falls through to its return with the value as loaded,
 		   the compare behind a predicted branch: a cmov here made the
 		   result wait for both sequence loads (docs/tsd.md). */
