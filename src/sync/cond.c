@@ -101,6 +101,7 @@ struct wait_ctx {
 	struct cnode node __attribute__((aligned(64)));
 	unsigned depth;
 	int armed; /* mutex released, wait in progress */
+	int first; /* joined an empty list, or a herd: may yield (node_yield) */
 };
 
 static int cas_state(int *p, int expect, int val)
@@ -665,7 +666,12 @@ static void claimed_wait(struct cnode *n, int st)
    free to run on two or more CPUs (confined to one, the waker runs on
    the waiter's own CPU, and a wake-up there is only a switch: yielding
    measured slower, docs/sync.md), within the process-wide cap of
-   yielders that mutex waiters share. */
+   yielders that mutex waiters share.  And only a waiter that is next
+   in line (it joined an empty list) or a herd waiter (broadcasts pick
+   the whole list): one queued behind others would yield while the
+   signals go to those ahead of it, and take a yielder's place and CPU
+   time from threads that could run (node_sleep's caller decides, from
+   wait_ctx.first). */
 static __attribute__((noinline)) int node_yield(const struct cnode *n)
 {
 	struct yield_turn t;
@@ -693,7 +699,7 @@ static int node_sleep(struct wait_ctx *x, int clock,
 {
 	struct cnode *n = &x->node;
 	int *herd_seq = &n->mutex->herd_seq;
-	int yielded = abstime != NULL;
+	int yielded = abstime != NULL || !x->first;
 
 	for (;;) {
 		int s = n->herd_bit ? __atomic_load_n(herd_seq, __ATOMIC_ACQUIRE)
@@ -841,6 +847,7 @@ static int cond_wait_deferred(struct wcond *c, struct wmutex *m, int clock,
 	}
 	c->pid = weft_self_pid();
 	x.node.herd_bit = herd_bit(c, m, x.node.pi_flag);
+	x.first = c->head == NULL || x.node.herd_bit != 0;
 	list_insert(c, &x.node);
 	weft_unlock(&c->lock);
 	x.depth = mutex_release_for_wait(m);
