@@ -11,7 +11,8 @@
 #   - all walkers on one CPU (taskset -c 0): the same (one yielder at a
 #     time still yields), in a run that saw contention (up to five runs:
 #     the ring has no start gate, and a run may have none);
-#   - WEFT_YIELD_WAIT=0: the ring passes and nobody yielded.
+#   - WEFT_YIELD_WAIT=0: the ring passes and nobody yielded;
+# then the near-miss rule, with tests/t_mutex_nearmiss.c (see below).
 #   linked mode:  -lweft before libc;  preload mode: plain + LD_PRELOAD.
 # Usage: bash tests/t_mutex_yield.sh linked|preload   (env WEFT_LIB)
 set -u
@@ -53,5 +54,30 @@ fi
 
 run off WEFT_YIELD_WAIT=0
 [ "$waits" = 0 ] || fail "WEFT_YIELD_WAIT=0: expected yield_waits=0, got '$waits'"
+
+# The near-miss rule (tests/t_mutex_nearmiss.c, one waiter and one CPU):
+# released as soon as the waiter's turn ran out and it slept, the lock
+# comes within YIELD_WAIT_NS of the turn's end, so the waiter backs off
+# (yield_near_misses > 0, then yield_skips > 0, at most 15 skips a near
+# miss: 2^4 - 1); released 200 us later, never a near miss nor a skip.
+prog="$(dirname "$lib")/tests/$mode/t_mutex_nearmiss"
+[ -x "$prog" ] || fail "$prog not built"
+for hold in near far; do
+	run "nearmiss-$hold" NEARMISS_HOLD=$hold
+	near=$(stats_field yield_near_misses)
+	skips=$(stats_field yield_skips)
+	if [ -z "$near" ] || [ -z "$skips" ]; then
+		fail "nearmiss-$hold: expected yield_near_misses= and yield_skips= in the WEFT_STATS summary, got '$head'"
+		continue
+	fi
+	[ "$waits" -gt 0 ] || fail "nearmiss-$hold: expected yield_waits > 0 (the waiter's turns), got $waits"
+	if [ $hold = near ]; then
+		if [ "$near" -le 0 ] || [ "$skips" -le 0 ] || [ "$skips" -gt $((15 * near)) ]; then
+			fail "nearmiss-near: expected yield_near_misses > 0 and 0 < yield_skips <= 15 x yield_near_misses, got yield_near_misses=$near yield_skips=$skips"
+		fi
+	elif [ "$near" != 0 ] || [ "$skips" != 0 ]; then
+		fail "nearmiss-far: expected yield_near_misses=0 and yield_skips=0, got yield_near_misses=$near yield_skips=$skips"
+	fi
+done
 
 yield_test_done t_mutex_yield

@@ -66,6 +66,9 @@ static unsigned long ls_lost; /* waits not recorded: mmap failed */
 /* waiters that yielded before a sleep, and those that took the mutex so */
 static unsigned long yield_waits, yield_takes, cond_yields, cond_yield_picks;
 static unsigned long sem_yields, sem_yield_takes;
+/* mutex turns that ran out shortly before the lock came (near misses),
+   and waits that slept without a turn, backed off after them */
+static unsigned long yield_near_misses, yield_skips;
 
 /* libweft's own code: the frame walk stops at the first return address
    outside it.  Empty when weft is linked statically into the program,
@@ -209,6 +212,8 @@ void stats_reset_in_child(void)
 		cond_yields = cond_yield_picks = 0;
 	if (sem_yields)
 		sem_yields = sem_yield_takes = 0;
+	if (yield_near_misses)
+		yield_near_misses = yield_skips = 0;
 }
 
 void stats_count_yield_wait(int took)
@@ -216,6 +221,16 @@ void stats_count_yield_wait(int took)
 	__atomic_fetch_add(&yield_waits, 1, __ATOMIC_RELAXED);
 	if (took)
 		__atomic_fetch_add(&yield_takes, 1, __ATOMIC_RELAXED);
+}
+
+void stats_count_yield_near_miss(void)
+{
+	__atomic_fetch_add(&yield_near_misses, 1, __ATOMIC_RELAXED);
+}
+
+void stats_count_yield_skip(void)
+{
+	__atomic_fetch_add(&yield_skips, 1, __ATOMIC_RELAXED);
 }
 
 void stats_count_cond_yield(int picked)
@@ -450,6 +465,8 @@ static void report_locks(void)
 	put_kv(&l, "shown", top);
 	put_kv(&l, "yield_waits", yield_waits);
 	put_kv(&l, "yield_takes", yield_takes);
+	put_kv(&l, "yield_near_misses", yield_near_misses);
+	put_kv(&l, "yield_skips", yield_skips);
 	put_kv(&l, "cond_yields", cond_yields);
 	put_kv(&l, "cond_yield_picks", cond_yield_picks);
 	put_kv(&l, "sem_yields", sem_yields);

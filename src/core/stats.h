@@ -55,6 +55,12 @@ void lockstat_record(const volatile void *lock, enum lockstat_kind kind,
    counted with WEFT_STATS on; `took`: the waiter took the mutex. */
 void stats_count_yield_wait(int took);
 
+/* A mutex turn that ran out shortly before the lock came, and a wait
+   that slept without a turn because of such misses (sync/mutex.c,
+   yield_miss_settle). */
+void stats_count_yield_near_miss(void);
+void stats_count_yield_skip(void);
+
 /* The same for a condition variable waiter (sync/cond.c node_yield);
    `picked`: a signal or broadcast picked it while it yielded. */
 void stats_count_cond_yield(int picked);

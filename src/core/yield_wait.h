@@ -30,7 +30,12 @@
    node_yield, sync/sem.c sem_yield), within the same cap: a signal, a
    broadcast or a post to a sleeper on an idle CPU pays the same
    wake-up.  The three share the frame of a turn of yields
-   (yield_turn_begin, below). */
+   (yield_turn_begin, below).
+
+   Where a VM's vCPUs share the host's capacity, a turn that fails
+   slows the one thread that can move; a mutex waiter whose turns run
+   out just before its lock comes backs off (sync/mutex.c, struct
+   yield_record, using yield_turn_ran_out below). */
 #ifndef WEFT_CORE_YIELD_WAIT_H
 #define WEFT_CORE_YIELD_WAIT_H
 
@@ -133,6 +138,14 @@ static inline int yield_turn_yield(struct yield_turn *t)
 	t->made++;
 	sys_sched_yield();
 	return 1;
+}
+
+/* After yield_turn_yield returned 0: whether the turn ran its course
+   (WEFT_YIELD_WAIT yields or YIELD_WAIT_NS) rather than being ended by
+   its caller. */
+static inline int yield_turn_ran_out(const struct yield_turn *t)
+{
+	return t->made == t->max || spin_clock_ns() - t->start >= YIELD_WAIT_NS;
 }
 
 static inline void yield_turn_end(struct yield_turn *t)

@@ -229,6 +229,33 @@ static inline int spin_may_pay(struct wmutex *w)
 	return owner == 0 || runstate_runs_elsewhere(owner);
 }
 
+/* A waiter's record of its mutex yields (per thread): `missed_at`, the
+   spin_clock_ns at which its last turn ran out without the lock, until
+   it takes that lock (0: no turn ran out); `misses`, its near misses
+   in a row; `skip`, its coming waits that sleep without a turn.
+
+   A near miss is a turn that ran out, followed by the lock within
+   another turn's length (YIELD_WAIT_NS): the thread yielded through a
+   wait it could not outlast, and its yields kept a CPU busy that the
+   one thread able to move may share (on a host whose vCPUs share
+   capacity, a busy sibling slows it; docs/sync.md "Near misses back off").
+   Each near miss in a row doubles the waits that sleep at once after
+   it; a lock taken in a turn, or long after one ran out, ends that. */
+struct yield_record {
+	long missed_at;
+	unsigned short misses, skip;
+};
+static __thread struct yield_record yield_record
+	__attribute__((tls_model("initial-exec")));
+
+/* The longest backoff after near misses in a row: 2^YIELD_MISSES_MAX - 1
+   waits without a turn (15; at most 15, so the count fits `skip`). */
+#ifndef YIELD_MISSES_MAX
+#define YIELD_MISSES_MAX 4
+#endif
+_Static_assert(YIELD_MISSES_MAX >= 0 && YIELD_MISSES_MAX <= 15,
+	       "YIELD_MISSES_MAX: 0 to 15");
+
 /* Yields the CPU instead of sleeping, while the holder cannot release
    soon (core/yield_wait.h says why); 1 when it took the word.  A
    private mutex, no deadline, a thread of no real-time policy, and
@@ -244,6 +271,12 @@ static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 	struct yield_turn t;
 	int took = 0;
 
+	if (yield_record.skip) {
+		yield_record.skip--;
+		if (stats_enabled())
+			stats_count_yield_skip();
+		return 0;
+	}
 	if (has_sleepers(w) || !yield_turn_begin(&t))
 		return 0;
 	while (yield_turn_yield(&t)) {
@@ -258,9 +291,38 @@ static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 			break;
 	}
 	yield_turn_end(&t);
+	if (took)
+		yield_record.misses = 0;
+	else if (yield_turn_ran_out(&t))
+		yield_record.missed_at = spin_clock_ns();
 	if (stats_enabled())
 		stats_count_yield_wait(took);
 	return took;
+}
+
+/* The lock came after a turn that ran out: a near miss (it came within
+   another turn's length) backs the thread's next turns off, a far one
+   ends the backoff. */
+static __attribute__((noinline)) void yield_miss_settle(void)
+{
+	struct yield_record *r = &yield_record;
+
+	if (spin_clock_ns() - r->missed_at < YIELD_WAIT_NS) {
+		if (r->misses < YIELD_MISSES_MAX)
+			r->misses++;
+		r->skip = (unsigned short)((1u << r->misses) - 1);
+		if (stats_enabled())
+			stats_count_yield_near_miss();
+	} else {
+		r->misses = 0;
+	}
+	r->missed_at = 0;
+}
+
+static inline void yield_taken(void)
+{
+	if (__builtin_expect(yield_record.missed_at != 0, 0))
+		yield_miss_settle();
 }
 
 /* A registered starving waiter waits for the hand-off running while
@@ -360,6 +422,7 @@ lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 		if (sleep_on == 0) {
 			if (counted)
 				sleepers_add(w, -1, rt, shared);
+			yield_taken();
 			return 0;
 		}
 		if (priv == WEFT_FUTEX_PRIVATE) {
@@ -377,8 +440,10 @@ lock_word_wait(struct wmutex *w, int self, clockid_t clock,
 				if (!(rt = self_realtime())) {
 					int r = wait_for_handoff(w, self, clock,
 								 abstime);
-					if (r >= 0)
+					if (r >= 0) {
+						yield_taken();
 						return r;
+					}
 					/* another is served first */
 					start = waitclock_stamp();
 					continue;
