@@ -1,7 +1,7 @@
 /* A mutex waiter whose turn of yields ran out shortly before the lock
    came (a near miss) sleeps without a turn in its next waits; one whose
-   lock came long after does not (docs/sync.md, "A waiter yields before
-   it sleeps", the near-miss rule; sync/mutex.c yield_miss_settle).
+   lock came long after does not (docs/sync.md, "Near misses back off";
+   sync/mutex.c yield_miss_settle).
 
    Both threads run on one CPU (the first of the allowed set), so that
    a wake-up is a switch and the times below do not depend on how fast

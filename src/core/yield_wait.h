@@ -35,7 +35,7 @@
    Where a VM's vCPUs share the host's capacity, a turn that fails
    slows the one thread that can move; a mutex waiter whose turns run
    out just before its lock comes backs off (sync/mutex.c, struct
-   yield_record, using yield_turn_ran_out below). */
+   yield_record). */
 #ifndef WEFT_CORE_YIELD_WAIT_H
 #define WEFT_CORE_YIELD_WAIT_H
 
@@ -138,14 +138,6 @@ static inline int yield_turn_yield(struct yield_turn *t)
 	t->made++;
 	sys_sched_yield();
 	return 1;
-}
-
-/* After yield_turn_yield returned 0: whether the turn ran its course
-   (WEFT_YIELD_WAIT yields or YIELD_WAIT_NS) rather than being ended by
-   its caller. */
-static inline int yield_turn_ran_out(const struct yield_turn *t)
-{
-	return t->made == t->max || spin_clock_ns() - t->start >= YIELD_WAIT_NS;
 }
 
 static inline void yield_turn_end(struct yield_turn *t)

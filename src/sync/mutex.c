@@ -269,7 +269,7 @@ _Static_assert(YIELD_MISSES_MAX >= 0 && YIELD_MISSES_MAX <= 15,
 static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 {
 	struct yield_turn t;
-	int took = 0;
+	int took = 0, stopped = 0;	/* stopped: ended before it ran out */
 
 	if (yield_record.skip) {
 		yield_record.skip--;
@@ -279,21 +279,21 @@ static __attribute__((noinline)) int yield_wait(struct wmutex *w)
 	}
 	if (has_sleepers(w) || !yield_turn_begin(&t))
 		return 0;
-	while (yield_turn_yield(&t)) {
+	while (!stopped && yield_turn_yield(&t)) {
 		/* Free (deferred condvar wake-ups may be in the word): take
 		   it as any waiter does; one taken meanwhile is marked by
 		   that and the caller sleeps. */
 		if (!(__atomic_load_n(&w->lock, __ATOMIC_RELAXED) & LW_HELD)) {
 			took = take_or_mark(w, 0) == 0;
-			break;
+			stopped = 1;
+		} else {
+			stopped = has_sleepers(w);
 		}
-		if (has_sleepers(w))
-			break;
 	}
 	yield_turn_end(&t);
 	if (took)
 		yield_record.misses = 0;
-	else if (yield_turn_ran_out(&t))
+	else if (!stopped)
 		yield_record.missed_at = spin_clock_ns();
 	if (stats_enabled())
 		stats_count_yield_wait(took);
