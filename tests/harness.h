@@ -41,20 +41,109 @@ static const char *harness_skipped __attribute__((unused));
 
 /* A hang (a lost wake-up) reported as a failure: after `seconds` of
    SIGALRM the test prints what it expected and exits 1.  The message is
-   made at arming time, so the handler only writes it. */
+   made at arming time, so the handler only writes it.  A test may name
+   the part running (harness_watchdog_part) and up to HARNESS_WATCHES
+   progress counters (harness_watchdog_count): the handler then prints
+   the part and the counters twice, a second apart, so that the report
+   tells a hang (counters standing still) from a crawl (counters moving:
+   a machine too loaded for the time allowed). */
+#define HARNESS_WATCHES 4
+struct harness_watch {
+	const char *name;
+	const volatile long *count;
+};
+
 static inline char *harness_watchdog_msg(void)
 {
 	static char msg[200];
 	return msg;
 }
 
+static inline struct harness_watch *harness_watches(void)
+{
+	static struct harness_watch w[HARNESS_WATCHES];
+	return w;
+}
+
+static inline const char *volatile *harness_watch_part(void)
+{
+	static const char *volatile part;
+	return &part;
+}
+
+/* `part` must stay valid until the next call (a string literal, or a
+   buffer the test does not write while it is named). */
+static inline void harness_watchdog_part(const char *part)
+{
+	*harness_watch_part() = part;
+}
+
+static inline void harness_watchdog_count(const char *name,
+					  const volatile long *count)
+{
+	struct harness_watch *w = harness_watches();
+
+	for (int i = 0; i < HARNESS_WATCHES; i++)
+		if (!w[i].name || w[i].count == count) {
+			w[i].count = count;
+			w[i].name = name;
+			return;
+		}
+}
+
+/* Async-signal-safe output for the handler (write(2) only). */
+static inline void harness_put(const char *s)
+{
+	if (write(2, s, strlen(s)) < 0)
+		_exit(2);
+}
+
+static inline void harness_put_long(long v)
+{
+	char buf[24], *p = buf + sizeof buf;
+	unsigned long u = v < 0 ? -(unsigned long)v : (unsigned long)v;
+
+	*--p = 0;
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	harness_put(p);
+}
+
+static inline void harness_put_counts(const char *when)
+{
+	struct harness_watch *w = harness_watches();
+
+	harness_put(when);
+	for (int i = 0; i < HARNESS_WATCHES && w[i].name; i++) {
+		harness_put(" ");
+		harness_put(w[i].name);
+		harness_put("=");
+		harness_put_long(*w[i].count);
+	}
+	harness_put("\n");
+}
+
 static inline void harness_watchdog_fire(int sig)
 {
-	const char *msg = harness_watchdog_msg();
+	const char *part = *harness_watch_part();
+	struct timespec second = { 1, 0 };
 
 	(void)sig;
-	if (write(2, msg, strlen(msg)) < 0)
-		_exit(2);
+	harness_put(harness_watchdog_msg());
+	if (part) {
+		harness_put("  running: ");
+		harness_put(part);
+		harness_put("\n");
+	}
+	if (harness_watches()[0].name) {
+		harness_put_counts("  counters at the alarm:");
+		while (nanosleep(&second, &second) < 0 && errno == EINTR)
+			;
+		harness_put_counts("  counters 1 s later:   ");
+	}
 	_exit(1);
 }
 

@@ -20,7 +20,8 @@
    - barrier: no thread leaves round r before the other has arrived at
      it, and both count every round.
    Bounded by counts and a 60 s alarm, which reports a hang (a lost
-   wake-up) as a failure.  The pinned placement needs two usable CPUs:
+   wake-up) as a failure, naming the run and printing its counters twice,
+   a second apart (moving: the machine was too slow, not a hang).  The pinned placement needs two usable CPUs:
    with one it is noted as skipped. */
 #include <sched.h>
 #include <signal.h>
@@ -173,8 +174,16 @@ static void check_run(const char *placement)
 static void run(enum pattern p, const char *placement, int cpu0, int cpu1,
 		int loaded, int steps)
 {
+	static char part[2][120];
+	static int which;
 	pthread_t t[2], b[2];
 
+	/* Named for the watchdog; the buffer it may be reading is not the
+	   one written. */
+	which = !which;
+	snprintf(part[which], sizeof part[which], "%s, %s, work %d",
+		 pattern_name[p], placement, steps);
+	harness_watchdog_part(part[which]);
 	pattern = p;
 	counter = half_a = half_b = 0;
 	overlaps = torn = early_leaves = 0;
@@ -211,6 +220,9 @@ int main(void)
 	REQUIRE_SERVED(pthread_spin_lock);
 	REQUIRE_SERVED(pthread_barrier_wait);
 	harness_watchdog("t_lock_pairs", 60);
+	harness_watchdog_count("entries", &counter);
+	harness_watchdog_count("rounds[0]", &arrived[0]);
+	harness_watchdog_count("rounds[1]", &arrived[1]);
 	CHECK_EQ(pthread_spin_init(&sl, PTHREAD_PROCESS_PRIVATE), 0);
 	CHECK_EQ(pthread_barrier_init(&bar, NULL, 2), 0);
 	CHECK_EQ(sched_getaffinity(0, sizeof usable, &usable), 0);
