@@ -26,9 +26,9 @@ WEFT_EXPORT int pthread_key_delete(pthread_key_t key)
 	return tsd_key_delete(key);
 }
 
-/* get/setspecific test weft_is_active only (set once at start-up) and
-   take the inline path for the first keys in threads weft knows; start-up,
-   fallback mode, other keys and adoption go out of line. */
+/* The inline paths serve the first keys (core/tsd.h): get reads the
+   calling thread's TLS slot, set stores there in a thread weft knows.
+   Start-up, fallback mode, other keys and adoption go out of line. */
 __attribute__((noinline)) static void *getspecific_slow(pthread_key_t key)
 {
 	if (!weft_serving())
@@ -36,8 +36,8 @@ __attribute__((noinline)) static void *getspecific_slow(pthread_key_t key)
 	return tsd_get(key);
 }
 
-/* A value stored under an older sequence, or none, reads as NULL.  Out
-   of line, so that the hit path stays the fall-through. */
+/* A value stored under an older sequence reads as NULL.  Out of line,
+   so that the hit path stays the fall-through. */
 __attribute__((noinline)) static void *getspecific_stale(void)
 {
 	return NULL;
@@ -53,43 +53,50 @@ __attribute__((noinline)) static int setspecific_slow(pthread_key_t key,
 	return tsd_set(key, (const void *)value);
 }
 
+/* No "key exists" test needed: a slot's value is non-NULL only when it
+   was stored under an odd (live) sequence, which an unused or deleted
+   key's even one never equals.  The hit tests nothing else: a non-NULL
+   slot was stored by the inline setspecific below, in a thread weft
+   knows while weft is active, the same test the empty slot makes before
+   it returns NULL at once (a key read before its first set is common:
+   lazy per-thread state).  Fallback mode, start-up's own calls and
+   threads weft does not know yet go out of line. */
 WEFT_FAST_ENTRY void *pthread_getspecific(pthread_key_t key)
 {
-	struct weft_thread *t;
-	uintptr_t seq;
+	if (__builtin_expect(key < WEFT_TSD_INLINE, 1)) {
+		tp_tsd_value *slot = &tsd_inline_slots()[key];
+		void *value = slot->value;
 
-	/* No "key exists" test needed: a slot's value is non-NULL only when
-	   it was stored under an odd (live) sequence, which an unused or
-	   deleted key's even one never equals. */
-	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
-		void *value = t->tsd_inline[key].value;
-
-		/* No value is NULL whatever its sequence: returned at once,
-		   as glibc does, not through the stale path's jump (a key
-		   read before its first set is common: lazy per-thread
-		   state). */
-		if (value == NULL)
-			return NULL;
-		/* A hit falls through to its return with the value as loaded,
-		   the compare behind a predicted branch: a cmov here made the
-		   result wait for both sequence loads (docs/tsd.md). */
-		if (__builtin_expect(t->tsd_inline[key].seq != seq, 0))
-			return getspecific_stale();
-		return value;
+		if (value == NULL) {
+			if (weft_active_now() && weft_tls_self != NULL)
+				return NULL;
+		} else {
+			/* A hit falls through to its return with the value
+			   as loaded, the compare behind a predicted branch:
+			   a cmov made the result wait for both sequence
+			   loads (docs/tsd.md). */
+			if (__builtin_expect(slot->seq != tsd_key_seq(key), 0))
+				return getspecific_stale();
+			return value;
+		}
 	}
 	return getspecific_slow(key);
 }
 
+/* A thread weft knows (its descriptor set): the destructor rounds at
+   its exit will see the value.  Others are adopted out of line. */
 WEFT_FAST_ENTRY int pthread_setspecific(pthread_key_t key, const void *value)
 {
-	struct weft_thread *t;
-	uintptr_t seq;
+	struct weft_thread *t = weft_tls_self;
 
-	if (weft_active_now() && (t = tsd_fast_self(key, &seq)) != NULL) {
+	if (weft_active_now() && key < WEFT_TSD_INLINE && t != NULL) {
+		tp_tsd_value *slot = &tsd_inline_slots()[key];
+		uintptr_t seq = tsd_key_seq(key);
+
 		if (!(seq & 1))
 			return EINVAL;
-		t->tsd_inline[key].seq = seq;
-		t->tsd_inline[key].value = (void *)value;
+		slot->seq = seq;
+		slot->value = (void *)value;
 		if (value)
 			t->tsd_stored = 1; /* the destructor rounds look */
 		return 0;

@@ -103,8 +103,7 @@ struct weft_thread {
 	/* Thread-specific data: keys 0..31 inline, others in blocks. */
 	int tsd_stored;	     /* a non-NULL value was set (tsd.c) */
 	int tsd_destroying;  /* the key destructors are running */
-	struct weft_tsd_value tsd_inline[WEFT_TSD_INLINE];
-	struct weft_tsd_value **tsd_blocks;
+	struct weft_tsd_value **tsd_blocks; /* keys from WEFT_TSD_INLINE on */
 	size_t tsd_nblocks;
 };
 

@@ -24,6 +24,9 @@
 /* The first chunk is static, so that the inline lookup of the common
    keys (tsd.h) needs no chunk pointer. */
 struct weft_tsd_key weft_tsd_keys0[KEYS_PER_CHUNK];
+/* The values of keys below WEFT_TSD_INLINE (tsd.h). */
+__thread struct weft_tsd_value weft_tsd_inline[WEFT_TSD_INLINE]
+	__attribute__((tls_model("initial-exec")));
 #define key weft_tsd_key
 
 /* Chunk 0 is weft_tsd_keys0, never read from here: left zero, the
@@ -183,7 +186,7 @@ static struct weft_tsd_value *slot(struct weft_thread *t, unsigned key,
 	unsigned b = key / WEFT_TSD_INLINE;
 
 	if (b == 0)
-		return &t->tsd_inline[key];
+		return &weft_tsd_inline[key]; /* t is the calling thread */
 	b--;
 	if (b >= t->tsd_nblocks) {
 		struct weft_tsd_value **nb;
@@ -273,7 +276,7 @@ static void destructor_rounds(struct weft_thread *t)
 {
 	for (int round = 0; round < DESTRUCTOR_ITERATIONS; round++) {
 		t->tsd_stored = 0;
-		destroy_block(t->tsd_inline, 0);
+		destroy_block(weft_tsd_inline, 0); /* t is the calling thread */
 		for (size_t b = 0; b < t->tsd_nblocks; b++)
 			if (t->tsd_blocks[b])
 				destroy_block(t->tsd_blocks[b],
@@ -319,6 +322,10 @@ void tsd_run_destructors(struct weft_thread *t)
 	t->tsd_destroying = 1;
 	if (!resumed || t->tsd_stored)
 		destructor_rounds(t);
+	/* Values stored by the last round's destructors are dropped, as
+	   glibc clears its arrays: the thread's remaining exit hooks read
+	   NULL. */
+	memset(weft_tsd_inline, 0, sizeof weft_tsd_inline);
 	t->tsd_destroying = 0;
 	tsd_free_blocks(t);
 }

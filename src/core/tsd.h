@@ -1,10 +1,16 @@
 /* The inline fast path of pthread_getspecific/setspecific (tsd.c has
-   the rest): a key below WEFT_TSD_INLINE, read by a thread weft knows.
-   Three loads (the thread's descriptor through TLS, the key's sequence
-   in the static first chunk, the value's sequence) and a compare. */
+   the rest).  The values of keys below WEFT_TSD_INLINE live in
+   initial-exec TLS, one array per thread at a fixed distance from its
+   thread pointer, so that a read is glibc's chain of two loads (the
+   array's TLS offset, the slot), not three through the descriptor.
+   Every thread has the array, zero-filled by the TLS set-up (ld.so's
+   for glibc's threads, its _dl_allocate_tls for weft's, also on a
+   cached stack): a thread weft does not know yet simply has no values,
+   as it has set none through weft. */
 #ifndef WEFT_CORE_TSD_H
 #define WEFT_CORE_TSD_H
 
+#include "arch/syscall_arch.h"
 #include "thread.h"
 
 struct weft_tsd_key {
@@ -13,19 +19,22 @@ struct weft_tsd_key {
 };
 
 extern struct weft_tsd_key weft_tsd_keys0[];
+extern __thread struct weft_tsd_value weft_tsd_inline[WEFT_TSD_INLINE]
+	__attribute__((tls_model("initial-exec")));
 
-/* Returns the calling thread's descriptor when the fast path applies
-   (its value of `key` is t->tsd_inline[key]), with the key's current
-   sequence in *seq (0 when the key does not exist). */
-static inline struct weft_thread *tsd_fast_self(pthread_key_t key,
-						uintptr_t *seq)
+/* The calling thread's slots, addressed from the thread pointer
+   (arch/.../syscall_arch.h, ARCH_TP_SEG): a slot's read is one load. */
+typedef ARCH_TP_SEG struct weft_tsd_value tp_tsd_value;
+static inline tp_tsd_value *tsd_inline_slots(void)
 {
-	struct weft_thread *t = weft_tls_self;
+	return (tp_tsd_value *)ARCH_TLS_IE_OFFSET(weft_tsd_inline);
+}
 
-	if (__builtin_expect(key >= WEFT_TSD_INLINE || t == NULL, 0))
-		return NULL;
-	*seq = __atomic_load_n(&weft_tsd_keys0[key].seq, __ATOMIC_ACQUIRE);
-	return t;
+/* The key's current sequence (0 when the key does not exist), for a key
+   below WEFT_TSD_INLINE. */
+static inline uintptr_t tsd_key_seq(pthread_key_t key)
+{
+	return __atomic_load_n(&weft_tsd_keys0[key].seq, __ATOMIC_ACQUIRE);
 }
 
 #endif

@@ -87,6 +87,20 @@ static inline void *arch_thread_pointer(void)
 	return tp;
 }
 
+/* An initial-exec TLS variable of libweft read from the thread pointer
+   in one load: ARCH_TP_SEG qualifies a pointer as %fs-relative, and
+   ARCH_TLS_IE_OFFSET(var) is var's offset from the thread pointer (the
+   GOT word the loader fills, as gcc itself reads it).  For an array
+   with a variable index gcc reads %fs:0 and adds, a longer chain than
+   `mov off(%rip); mov %fs:(off,index)`. */
+#define ARCH_TP_SEG __seg_fs
+#define ARCH_TLS_IE_OFFSET(var)                                                \
+	({                                                                     \
+		long off_;                                                     \
+		__asm__("movq " #var "@gottpoff(%%rip), %0" : "=r"(off_));    \
+		off_;                                                          \
+	})
+
 /* The 32-bit word `off` bytes past the thread pointer, read in one
    %fs-relative load (no trip through the TCB's address first).
    Volatile: the caller wants the word as it is now. */
