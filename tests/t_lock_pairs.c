@@ -20,9 +20,10 @@
    - barrier: no thread leaves round r before the other has arrived at
      it, and both count every round.
    Bounded by counts and a 60 s alarm, which reports a hang (a lost
-   wake-up) as a failure, naming the run and printing its counters twice,
-   a second apart (moving: the machine was too slow, not a hang).  The pinned placement needs two usable CPUs:
-   with one it is noted as skipped. */
+   wake-up) as a failure, naming the run and printing its counters
+   twice, a second apart (moving: the machine was too slow, not a hang).
+   The pinned placement needs two usable CPUs: with one it is noted as
+   skipped. */
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>

@@ -460,31 +460,19 @@ static int watch_fires(void)
 	return probe_hits == 1;
 }
 
-/* ---- a touch of the unmapped page kills the test: say where */
-static void put_str(const char *s)
-{
-	ssize_t r = write(2, s, strlen(s));
-	(void)r;
-}
-
+/* ---- a touch of the unmapped page kills the test: say where (the
+   harness's async-signal-safe output) */
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
-	char num[16], *p = num + sizeof num - 1;
-	unsigned it = ctl.done + 1;
-
 	if (si->si_code == SEGV_ACCERR && page_fault(si->si_addr, uc))
 		return;
-	*p = 0;
-	do
-		*--p = (char)('0' + it % 10);
-	while ((it /= 10) && p > num);
-	put_str("t_release_reuse: FAIL: ");
-	put_str(kase_name[ctl.kase]);
-	put_str(" (");
-	put_str(reuse_mode_name[ctl.mode]);
-	put_str("), iteration ");
-	put_str(p);
-	put_str(": expected no access to the object's page after the "
+	harness_put("t_release_reuse: FAIL: ");
+	harness_put(kase_name[ctl.kase]);
+	harness_put(" (");
+	harness_put(reuse_mode_name[ctl.mode]);
+	harness_put("), iteration ");
+	harness_put_long((long)ctl.done + 1);
+	harness_put(": expected no access to the object's page after the "
 		"release, got SIGSEGV (the page was unmapped by the released "
 		"thread)\n");
 	signal(sig, SIG_DFL);
